@@ -1,0 +1,368 @@
+// Window-attention backward for N <= 64 (one 64x64 tile per window), fp16/bf16, mma.sync.
+//
+// For each window the whole backward is done on chip from q, k, v, dout and the forward's lse:
+//   P = exp(S - lse), dP = dout vᵀ, D_i = Σ_j P_ij dP_ij (= dout_i · out_i), dS = P ∘ (dP - D)
+//   dv = Pᵀ dout, dq = f'(dS k), dk = f'(dSᵀ q), dbias += dS, dalpha += Σ dS ∘ cos
+// (f' includes the scale and, for V2, the backward of the normalisation). Nothing of size N² per
+// window leaves the chip.
+//
+// Work split: a CTA owns (head h, bm window w) and a chunk of the windows that share that bias +
+// mask slice; dbias for head h is accumulated in registers across the chunk and written once as a
+// per-CTA partial (summed in a fixed order later: deterministic). Warps own 16 query rows for
+// S/dP/dq and 16 key rows for dk/dv; P and dS go through shared memory between the two phases.
+#pragma once
+#include "tile_io.cuh"
+
+namespace fwa {
+
+constexpr int kPPitch = kTileN + 8;   // smem pitch (elements) of the P and dS tiles
+
+template <int kHeadDim> struct BwdSmallSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // q, k, v, dout: 2 stages; P and dS; key inverse norms (2 stages); bm tile (64 x 72 fp32).
+    static constexpr size_t kBytes = size_t(8) * kTile * 2 + size_t(2) * kTileM * kPPitch * 2 +
+                                     2 * kTileN * sizeof(float) +
+                                     size_t(kTileM) * (kTileN + 8) * sizeof(float);
+};
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(const BwdParams p) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+    constexpr int kBmPitch = kTileN + 8;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sK = sQ + 2 * kTile;
+    Element* sV = sK + 2 * kTile;
+    Element* sO = sV + 2 * kTile;   // dout
+    Element* sP = sO + 2 * kTile;
+    Element* sG = sP + kTileM * kPPitch;
+    float* sKinv = reinterpret_cast<float*>(sG + kTileM * kPPitch);
+    float* sBm = sKinv + 2 * kTileN;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+
+    int64_t bid = blockIdx.x;
+    const int h = static_cast<int>(bid % p.H); bid /= p.H;
+    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
+    const int chunk_id = static_cast<int>(bid);
+    const int nB = p.B / p.nW;
+    const int t_begin = chunk_id * p.chunk;
+    const int t_end = min(t_begin + p.chunk, nB);
+    const int n_items = max(t_end - t_begin, 0);
+
+    const int N = p.N, d = p.d;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+
+    const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
+    const Element* o_base = static_cast<const Element*>(p.dout.ptr) + h * p.dout.head_stride;
+
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    auto issue_loads = [&](int item) {
+        const int64_t b = window_of(item);
+        const int st = (item & 1) * kTile;
+        load_tile_async<Element, kHeadDim>(sQ + st, q_base + b * p.q.batch_stride, p.q.row_stride, 0, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sK + st, k_base + b * p.k.batch_stride, p.k.row_stride, 0, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sV + st, v_base + b * p.v.batch_stride, p.v.row_stride, 0, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sO + st, o_base + b * p.dout.batch_stride, p.dout.row_stride, 0, N, d, tid);
+    };
+
+    if (has_bm) {
+        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride;
+        for (int c = tid; c < kTileM * (kTileN / 4); c += kNumThreads) {
+            const int r = c / (kTileN / 4), cc = c - r * (kTileN / 4);
+            cp_async_16(smem_u32(sBm + r * kBmPitch + cc * 4), bm_slice + r * p.Npad + cc * 4, 16);
+        }
+    }
+    if (n_items > 0) issue_loads(0);
+    cp_async_commit();
+
+    float dbias_acc[kNT][4];
+#pragma unroll
+    for (int i = 0; i < kNT; ++i) dbias_acc[i][0] = dbias_acc[i][1] = dbias_acc[i][2] = dbias_acc[i][3] = 0.f;
+    float dalpha_acc = 0.f;
+
+    for (int item = 0; item < n_items; ++item) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (item + 1 < n_items) issue_loads(item + 1);
+        cp_async_commit();
+
+        const int64_t b = window_of(item);
+        const int st = (item & 1) * kTile;
+        const Element* tQ = sQ + st;
+        const Element* tK = sK + st;
+        const Element* tV = sV + st;
+        const Element* tO = sO + st;
+        float* kinv = sKinv + (item & 1) * kTileN;
+        if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
+
+        // lse of this warp's rows, in log2 units; padded rows get +inf so their P is 0.
+        float lse2[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = warp * 16 + g + 8 * r;
+            lse2[r] = row < N ? p.lse[(b * p.H + h) * N + row] * kLog2e : INFINITY;
+        }
+
+        // S = q kᵀ and dP = dout vᵀ for this warp's 16 query rows.
+        float s[kNT][4], dp[kNT][4];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+            s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+            dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
+        }
+        float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+            uint32_t a[4];
+            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
+            if (cosine) accumulate_sumsq<Element>(a, ss0, ss1);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
+            }
+            load_a_frag<kHeadDim>(tO, warp * 16, ks * 16, lane, a);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tV, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
+            }
+        }
+        float q_inv[2] = {1.f, 1.f};
+        if (cosine) {
+            q_inv[0] = inv_norm_from_sumsq(quad_sum(ss0));
+            q_inv[1] = inv_norm_from_sumsq(quad_sum(ss1));
+            __syncthreads();   // key norms
+        }
+
+        // P, D, dS (kept in s), dbias.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = warp * 16 + g + 8 * r;
+            const float rf = alpha * kLog2e * q_inv[r];
+            float dsum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;
+                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                if (cosine) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                    x0 *= kf.x;
+                    x1 *= kf.y;
+                }
+                if (has_bm) {
+                    const float2 bb = *reinterpret_cast<const float2*>(sBm + row * kBmPitch + c);
+                    x0 += bb.x;
+                    x1 += bb.y;
+                } else {
+                    if (c >= N) x0 = -INFINITY;
+                    if (c + 1 >= N) x1 = -INFINITY;
+                }
+                const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
+                s[nt][2 * r] = p0;
+                s[nt][2 * r + 1] = p1;
+                dsum = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], dsum));
+            }
+            dsum = quad_sum(dsum);
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                dp[nt][2 * r] = s[nt][2 * r] * (dp[nt][2 * r] - dsum);
+                dp[nt][2 * r + 1] = s[nt][2 * r + 1] * (dp[nt][2 * r + 1] - dsum);
+                dbias_acc[nt][2 * r] += dp[nt][2 * r];
+                dbias_acc[nt][2 * r + 1] += dp[nt][2 * r + 1];
+            }
+        }
+        // P and dS·(1/||q_i||) to shared memory for the key-side products.
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = warp * 16 + g + 8 * r, c = nt * 8 + 2 * t4;
+                *reinterpret_cast<uint32_t*>(sP + row * kPPitch + c) =
+                    Tr::pack(s[nt][2 * r], s[nt][2 * r + 1]);
+                *reinterpret_cast<uint32_t*>(sG + row * kPPitch + c) =
+                    Tr::pack(dp[nt][2 * r] * q_inv[r], dp[nt][2 * r + 1] * q_inv[r]);
+            }
+        }
+
+        // dq' = (dS · diag(1/||k||)) k  for this warp's rows.
+        {
+            float dq[kDT][4];
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < kNT / 2; ++kk) {
+                float kf[4] = {1.f, 1.f, 1.f, 1.f};
+                if (cosine) {
+                    const float2 k0 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 2 * t4);
+                    const float2 k1 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 8 + 2 * t4);
+                    kf[0] = k0.x; kf[1] = k0.y; kf[2] = k1.x; kf[3] = k1.y;
+                }
+                uint32_t a[4];
+                a[0] = Tr::pack(dp[2 * kk][0] * kf[0], dp[2 * kk][1] * kf[1]);
+                a[1] = Tr::pack(dp[2 * kk][2] * kf[0], dp[2 * kk][3] * kf[1]);
+                a[2] = Tr::pack(dp[2 * kk + 1][0] * kf[2], dp[2 * kk + 1][1] * kf[3]);
+                a[3] = Tr::pack(dp[2 * kk + 1][2] * kf[2], dp[2 * kk + 1][3] * kf[3]);
+#pragma unroll
+                for (int dd = 0; dd < kHeadDim / 16; ++dd) {
+                    uint32_t bf[4];
+                    load_b_frag_kn<kHeadDim>(tK, kk * 16, dd * 16, lane, bf);
+                    mma_16816<Element>(dq[2 * dd], a, bf[0], bf[1]);
+                    mma_16816<Element>(dq[2 * dd + 1], a, bf[2], bf[3]);
+                }
+            }
+            // Epilogue: V1 dq = scale dq'; V2 dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
+            Element* dq_ptr = static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = warp * 16 + g + 8 * r;
+                float dot = 0.f;
+                float qh[kDT][2];
+                if (cosine) {
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tQ + row * kPitch + i * 8 + 2 * t4));
+                        qh[i][0] = x.x * q_inv[r];
+                        qh[i][1] = x.y * q_inv[r];
+                        dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
+                    }
+                    dot = quad_sum(dot);
+                    if (t4 == 0) dalpha_acc += dot;
+                    dot *= norm_projection(q_inv[r]);
+                }
+                const float f = cosine ? alpha * q_inv[r] : alpha;
+                if (row < N) {
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const int col = i * 8 + 2 * t4;
+                        float v0 = dq[i][2 * r], v1 = dq[i][2 * r + 1];
+                        if (cosine) {
+                            v0 -= qh[i][0] * dot;
+                            v1 -= qh[i][1] * dot;
+                        }
+                        if (col < d)
+                            *reinterpret_cast<uint32_t*>(dq_ptr + row * p.dq.row_stride + col) =
+                                Tr::pack(v0 * f, v1 * f);
+                    }
+                }
+            }
+        }
+        __syncthreads();   // P and dS tiles complete
+
+        // Key side: this warp's 16 keys. dv = Pᵀ dout, dk' = (diag(1/||q||) dS)ᵀ q.
+        const int key = warp * 16;
+#pragma unroll
+        for (int which = 0; which < 2; ++which) {
+            const Element* sA = which == 0 ? sP : sG;
+            const Element* sB = which == 0 ? tO : tQ;
+            float acc[kDT][4];
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+#pragma unroll
+            for (int kq = 0; kq < kTileM / 16; ++kq) {
+                uint32_t a[4];
+                load_a_frag_trans<kPPitch>(sA, key, kq * 16, lane, a);
+#pragma unroll
+                for (int dd = 0; dd < kHeadDim / 16; ++dd) {
+                    uint32_t bf[4];
+                    load_b_frag_kn<kHeadDim>(sB, kq * 16, dd * 16, lane, bf);
+                    mma_16816<Element>(acc[2 * dd], a, bf[0], bf[1]);
+                    mma_16816<Element>(acc[2 * dd + 1], a, bf[2], bf[3]);
+                }
+            }
+            const TensorRef& dst = which == 0 ? p.dv : p.dk;
+            Element* out = static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = key + g + 8 * r;
+                float f = 1.f, dot = 0.f, kn = 1.f;
+                float kh[kDT][2];
+                if (which == 1) {
+                    f = alpha;
+                    if (cosine) {
+                        kn = kinv[row];
+                        f = alpha * kn;
+#pragma unroll
+                        for (int i = 0; i < kDT; ++i) {
+                            const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tK + row * kPitch + i * 8 + 2 * t4));
+                            kh[i][0] = x.x * kn;
+                            kh[i][1] = x.y * kn;
+                            dot = fmaf(kh[i][0], acc[i][2 * r], fmaf(kh[i][1], acc[i][2 * r + 1], dot));
+                        }
+                        dot = quad_sum(dot) * norm_projection(kn);
+                    }
+                }
+                if (row < N) {
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const int col = i * 8 + 2 * t4;
+                        float v0 = acc[i][2 * r], v1 = acc[i][2 * r + 1];
+                        if (which == 1 && cosine) {
+                            v0 -= kh[i][0] * dot;
+                            v1 -= kh[i][1] * dot;
+                        }
+                        if (col < d)
+                            *reinterpret_cast<uint32_t*>(out + row * dst.row_stride + col) =
+                                Tr::pack(v0 * f, v1 * f);
+                    }
+                }
+            }
+        }
+    }
+
+    // Per-CTA partials: dbias rows/cols of this CTA's tile, dalpha.
+    const int partial = w * p.n_chunks + chunk_id;
+    if (p.dbias_partial != nullptr) {
+        float* dst = p.dbias_partial + ((int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad) * p.Npad;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = warp * 16 + g + 8 * r, c = nt * 8 + 2 * t4;
+                *reinterpret_cast<float2*>(dst + row * p.Npad + c) =
+                    make_float2(dbias_acc[nt][2 * r], dbias_acc[nt][2 * r + 1]);
+            }
+    }
+    if (cosine) {
+        __shared__ float red[kNumThreads / 32];
+        const float v = warp_sum(dalpha_acc);
+        if (lane == 0) red[warp] = v;
+        __syncthreads();
+        if (tid == 0) {
+            float tot = 0.f;
+            for (int i = 0; i < kNumThreads / 32; ++i) tot += red[i];
+            p.dalpha_partial[int64_t(h) * p.nW * p.n_chunks + partial] = tot;
+        }
+    }
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_bwd_small(const BwdParams& p, cudaStream_t stream) {
+    const size_t smem = BwdSmallSmem<kHeadDim>::kBytes;
+    auto kernel = window_attn_bwd_small_kernel<Element, kHeadDim>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    const int64_t grid = int64_t(p.H) * p.nW * p.n_chunks;
+    if (grid == 0) return cudaSuccess;
+    kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa

@@ -1,0 +1,575 @@
+// Window-attention backward for 64 < N <= 1024, fp16/bf16, mma.sync. Three kernels:
+//
+//  1. preprocess: per row, D_i = dout_i · out_i and (V2) the inverse norms 1/max(||q_i||, eps),
+//     1/max(||k_i||, eps), into (B, H, N) fp32 workspaces.
+//  2. key side, one CTA per (window, head, 64-key block): loops over the query blocks and
+//     accumulates dv = Pᵀ dout and dk = f'(dSᵀ q) in registers. It computes Sᵀ = k qᵀ directly,
+//     so Pᵀ and dSᵀ are already in the A-operand layout of the next products (no smem round trip).
+//  3. query side, one CTA per (64-query block, head, bm window, chunk of windows sharing it):
+//     loops over windows and key blocks, accumulates dq = f'(dS k) per window, and dbias for its
+//     rows over the whole chunk in a per-thread accumulator (shared memory for N <= 256, a
+//     CTA-private global slice otherwise), written once as a partial: deterministic.
+// P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
+#pragma once
+#include "fwd_kernel.cuh"
+
+namespace fwa {
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel(const BwdParams p) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kTPR = kHeadDim / 8;           // threads per row, one 16-byte chunk each
+    constexpr int kRowsPerBlock = kNumThreads / kTPR;
+    const int tid = threadIdx.x;
+    const int64_t total = int64_t(p.B) * p.H * p.N;
+    const int64_t row_id = int64_t(blockIdx.x) * kRowsPerBlock + tid / kTPR;
+    const int c = (tid % kTPR) * 8;
+    const bool valid = row_id < total && c < p.d;
+    float dsum = 0.f, qss = 0.f, kss = 0.f;
+    const bool cosine = p.logit_scale != nullptr;
+    if (valid) {
+        const int64_t b = row_id / (int64_t(p.H) * p.N);
+        const int rem = static_cast<int>(row_id - b * p.H * p.N);
+        const int h = rem / p.N, i = rem - h * p.N;
+        auto ld = [&](const TensorRef& t) {
+            return *reinterpret_cast<const uint4*>(static_cast<const Element*>(t.ptr) + b * t.batch_stride +
+                                                   h * t.head_stride + int64_t(i) * t.row_stride + c);
+        };
+        const uint4 o = ld(p.out), dout = ld(p.dout);
+        const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {dout.x, dout.y, dout.z, dout.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float2 x = Tr::unpack(ow[e]), y = Tr::unpack(dw[e]);
+            dsum = fmaf(x.x, y.x, fmaf(x.y, y.y, dsum));
+        }
+        if (cosine) {
+            const uint4 q = ld(p.q), k = ld(p.k);
+            const uint32_t qw[4] = {q.x, q.y, q.z, q.w}, kw[4] = {k.x, k.y, k.z, k.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 x = Tr::unpack(qw[e]), y = Tr::unpack(kw[e]);
+                qss = fmaf(x.x, x.x, fmaf(x.y, x.y, qss));
+                kss = fmaf(y.x, y.x, fmaf(y.y, y.y, kss));
+            }
+        }
+    }
+#pragma unroll
+    for (int o = 1; o < kTPR; o <<= 1) {
+        dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
+        qss += __shfl_xor_sync(0xffffffffu, qss, o);
+        kss += __shfl_xor_sync(0xffffffffu, kss, o);
+    }
+    if (row_id < total && tid % kTPR == 0) {
+        p.dsum[row_id] = dsum;
+        if (cosine) {
+            p.q_inv_norm[row_id] = inv_norm_from_sumsq(qss);
+            p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key side: dk, dv.
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const BwdParams p) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
+    constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sK = reinterpret_cast<Element*>(smem_raw);
+    Element* sV = sK + kTile;
+    Element* sQ = sV + kTile;          // 2 stages
+    Element* sO = sQ + 2 * kTile;      // dout, 2 stages
+    float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse2, D, q_inv
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int N = p.N, d = p.d;
+    const int n_blocks = (N + kTileN - 1) / kTileN;
+
+    int64_t bid = blockIdx.x;
+    const int jb = static_cast<int>(bid % n_blocks); bid /= n_blocks;
+    const int h = static_cast<int>(bid % p.H);
+    const int64_t b = bid / p.H;
+    const int key0 = jb * kTileN;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    const float* bm_slice = has_bm ? p.bm + (b % p.nW) * p.bm_win_stride + h * p.bm_head_stride : nullptr;
+    const int64_t row_base = (b * p.H + h) * N;   // into lse / dsum / inv-norm workspaces
+
+    auto ptr = [&](const TensorRef& t) {
+        return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
+    };
+    auto issue_loads = [&](int ib) {
+        const int st = ib & 1;
+        load_tile_async<Element, kHeadDim>(sQ + st * kTile, ptr(p.q), p.q.row_stride, ib * kTileM, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sO + st * kTile, ptr(p.dout), p.dout.row_stride, ib * kTileM, N, d, tid);
+        if (tid < kTileM) {
+            const int i = ib * kTileM + tid;
+            float* dst = sRow + st * 3 * kTileM;
+            dst[tid] = i < N ? p.lse[row_base + i] * kLog2e : INFINITY;
+            dst[kTileM + tid] = i < N ? p.dsum[row_base + i] : 0.f;
+            dst[2 * kTileM + tid] = (cosine && i < N) ? p.q_inv_norm[row_base + i] : 1.f;
+        }
+    };
+
+    load_tile_async<Element, kHeadDim>(sK, ptr(p.k), p.k.row_stride, key0, N, d, tid);
+    load_tile_async<Element, kHeadDim>(sV, ptr(p.v), p.v.row_stride, key0, N, d, tid);
+    issue_loads(0);
+    cp_async_commit();
+
+    // Inverse norms of this warp's two key rows.
+    float k_inv[2] = {1.f, 1.f};
+    if (cosine) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int key = key0 + warp * 16 + g + 8 * r;
+            k_inv[r] = key < N ? p.k_inv_norm[row_base + key] : 1.f;
+        }
+    }
+
+    float dk[kDT][4], dv[kDT][4];
+#pragma unroll
+    for (int i = 0; i < kDT; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+
+    for (int ib = 0; ib < n_blocks; ++ib) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (ib + 1 < n_blocks) issue_loads(ib + 1);
+        cp_async_commit();
+        const int st = ib & 1;
+        const Element* tQ = sQ + st * kTile;
+        const Element* tO = sO + st * kTile;
+        const float* lse2 = sRow + st * 3 * kTileM;
+        const float* dsum = lse2 + kTileM;
+        const float* qinv = lse2 + 2 * kTileM;
+        const int q0 = ib * kTileM;
+
+        // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
+        float s[kNT][4], dp[kNT][4];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+            uint32_t a[4];
+            load_a_frag<kHeadDim>(sK, warp * 16, ks * 16, lane, a);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tQ, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
+            }
+            load_a_frag<kHeadDim>(sV, warp * 16, ks * 16, lane, a);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tO, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
+            }
+        }
+
+        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int key = key0 + warp * 16 + g + 8 * r;
+            const float rf = alpha * kLog2e * k_inv[r];
+            const bool key_out = !has_bm && key >= N;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;   // query within the block
+                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                if (cosine) {
+                    x0 *= qinv[c];
+                    x1 *= qinv[c + 1];
+                }
+                if (has_bm) {
+                    x0 += __ldg(bm_slice + int64_t(q0 + c) * p.Npad + key);
+                    x1 += __ldg(bm_slice + int64_t(q0 + c + 1) * p.Npad + key);
+                } else if (key_out) {
+                    x0 = x1 = -INFINITY;
+                }
+                const float p0 = fast_exp2(x0 - lse2[c]), p1 = fast_exp2(x1 - lse2[c + 1]);
+                s[nt][2 * r] = p0;
+                s[nt][2 * r + 1] = p1;
+                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[c]) * qinv[c];
+                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[c + 1]) * qinv[c + 1];
+            }
+        }
+
+        // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
+#pragma unroll
+        for (int kk = 0; kk < kNT / 2; ++kk) {
+            uint32_t ap[4], ag[4];
+            ap[0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
+            ap[1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
+            ap[2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            ap[3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            ag[0] = Tr::pack(dp[2 * kk][0], dp[2 * kk][1]);
+            ag[1] = Tr::pack(dp[2 * kk][2], dp[2 * kk][3]);
+            ag[2] = Tr::pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+            ag[3] = Tr::pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+#pragma unroll
+            for (int dd = 0; dd < kHeadDim / 16; ++dd) {
+                uint32_t bf[4];
+                load_b_frag_kn<kHeadDim>(tO, kk * 16, dd * 16, lane, bf);
+                mma_16816<Element>(dv[2 * dd], ap, bf[0], bf[1]);
+                mma_16816<Element>(dv[2 * dd + 1], ap, bf[2], bf[3]);
+                load_b_frag_kn<kHeadDim>(tQ, kk * 16, dd * 16, lane, bf);
+                mma_16816<Element>(dk[2 * dd], ag, bf[0], bf[1]);
+                mma_16816<Element>(dk[2 * dd + 1], ag, bf[2], bf[3]);
+            }
+        }
+    }
+
+    // Epilogue. V1: dk = scale dk'. V2: dk = alpha/||k|| (dk' - k̂ <k̂, dk'>).
+    Element* dk_ptr = static_cast<Element*>(p.dk.ptr) + b * p.dk.batch_stride + h * p.dk.head_stride;
+    Element* dv_ptr = static_cast<Element*>(p.dv.ptr) + b * p.dv.batch_stride + h * p.dv.head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lrow = warp * 16 + g + 8 * r;
+        const int key = key0 + lrow;
+        float dot = 0.f;
+        float kh[kDT][2];
+        if (cosine) {
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) {
+                const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(sK + lrow * kPitch + i * 8 + 2 * t4));
+                kh[i][0] = x.x * k_inv[r];
+                kh[i][1] = x.y * k_inv[r];
+                dot = fmaf(kh[i][0], dk[i][2 * r], fmaf(kh[i][1], dk[i][2 * r + 1], dot));
+            }
+            dot = quad_sum(dot) * norm_projection(k_inv[r]);
+        }
+        const float f = cosine ? alpha * k_inv[r] : alpha;
+        if (key < N) {
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) {
+                const int col = i * 8 + 2 * t4;
+                if (col >= d) continue;
+                float v0 = dk[i][2 * r], v1 = dk[i][2 * r + 1];
+                if (cosine) {
+                    v0 -= kh[i][0] * dot;
+                    v1 -= kh[i][1] * dot;
+                }
+                *reinterpret_cast<uint32_t*>(dk_ptr + key * p.dk.row_stride + col) = Tr::pack(v0 * f, v1 * f);
+                *reinterpret_cast<uint32_t*>(dv_ptr + key * p.dv.row_stride + col) =
+                    Tr::pack(dv[i][2 * r], dv[i][2 * r + 1]);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Query side: dq, dbias partials, dalpha partials.
+
+template <int kHeadDim> struct BwdQSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // q, dout per window (2 stages), k, v per key block (2 stages), key inverse norms (2 stages),
+    // then the dbias accumulator strip when it fits.
+    static constexpr size_t kFixedBytes = size_t(8) * kTile * 2 + 2 * kTileN * sizeof(float);
+    static size_t bytes(int Npad, bool strip) {
+        return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
+    }
+};
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sO = sQ + 2 * kTile;
+    Element* sK = sO + 2 * kTile;
+    Element* sV = sK + 2 * kTile;
+    float* sKinv = reinterpret_cast<float*>(sV + 2 * kTile);
+    float* sAcc = sKinv + 2 * kTileN;
+    const int acc_pitch = p.Npad + 8;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
+    const int h = static_cast<int>(bid % p.H); bid /= p.H;
+    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
+    const int chunk_id = static_cast<int>(bid);
+    const int nB = p.B / p.nW;
+    const int t_begin = chunk_id * p.chunk;
+    const int t_end = min(t_begin + p.chunk, nB);
+    if (t_begin >= t_end) return;
+
+    const int N = p.N, d = p.d;
+    const int row0 = m_block * kTileM;
+    const int n_key_tiles = (N + kTileN - 1) / kTileN;
+    const int n_items = (t_end - t_begin) * n_key_tiles;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const bool want_dbias = p.dbias_partial != nullptr;
+    const bool strip = want_dbias && p.Npad <= kBmStripMaxNpad;
+    const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    const int partial = w * p.n_chunks + chunk_id;
+    float* gAcc = want_dbias ? p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad +
+                                   int64_t(row0) * p.Npad
+                             : nullptr;
+
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    auto base = [&](const TensorRef& t, int64_t b) {
+        return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
+    };
+    auto issue_loads = [&](int item) {
+        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+        const int64_t b = window_of(ti);
+        const int st = item & 1;
+        if (j == 0) {
+            load_tile_async<Element, kHeadDim>(sQ + (ti & 1) * kTile, base(p.q, b), p.q.row_stride, row0, N, d, tid);
+            load_tile_async<Element, kHeadDim>(sO + (ti & 1) * kTile, base(p.dout, b), p.dout.row_stride, row0, N, d, tid);
+        }
+        load_tile_async<Element, kHeadDim>(sK + st * kTile, base(p.k, b), p.k.row_stride, j * kTileN, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sV + st * kTile, base(p.v, b), p.v.row_stride, j * kTileN, N, d, tid);
+        if (cosine && tid < kTileN) {
+            const int key = j * kTileN + tid;
+            sKinv[st * kTileN + tid] = key < N ? p.k_inv_norm[(b * p.H + h) * N + key] : 1.f;
+        }
+    };
+
+    if (strip)
+        for (int c = tid; c < kTileM * acc_pitch; c += kNumThreads) sAcc[c] = 0.f;
+    issue_loads(0);
+    cp_async_commit();
+
+    float dq[kDT][4];
+    float lse2[2], dsum[2], q_inv[2];
+    float dalpha_acc = 0.f;
+
+    for (int item = 0; item < n_items; ++item) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (item + 1 < n_items) issue_loads(item + 1);
+        cp_async_commit();
+
+        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+        const int st = item & 1;
+        const int64_t b = window_of(ti);
+        const Element* tQ = sQ + (ti & 1) * kTile;
+        const Element* tO = sO + (ti & 1) * kTile;
+        const Element* tK = sK + st * kTile;
+        const Element* tV = sV + st * kTile;
+        const float* kinv = sKinv + st * kTileN;
+        const int64_t row_base = (b * p.H + h) * N;
+
+        if (j == 0) {
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = row0 + warp * 16 + g + 8 * r;
+                const bool ok = row < N;
+                lse2[r] = ok ? p.lse[row_base + row] * kLog2e : INFINITY;
+                dsum[r] = ok ? p.dsum[row_base + row] : 0.f;
+                q_inv[r] = (cosine && ok) ? p.q_inv_norm[row_base + row] : 1.f;
+            }
+        }
+
+        float s[kNT][4], dp[kNT][4];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+            uint32_t a[4];
+            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
+            }
+            load_a_frag<kHeadDim>(tO, warp * 16, ks * 16, lane, a);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tV, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
+                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
+            }
+        }
+
+        const int key0 = j * kTileN;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lrow = warp * 16 + g + 8 * r;
+            const int row = row0 + lrow;
+            const float rf = alpha * kLog2e * q_inv[r];
+            const float* bm_row = has_bm ? bm_slice + int64_t(row) * p.Npad + key0 : nullptr;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;
+                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                if (cosine) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                    x0 *= kf.x;
+                    x1 *= kf.y;
+                }
+                if (has_bm) {
+                    const float2 bb = __ldg(reinterpret_cast<const float2*>(bm_row + c));
+                    x0 += bb.x;
+                    x1 += bb.y;
+                } else {
+                    if (key0 + c >= N) x0 = -INFINITY;
+                    if (key0 + c + 1 >= N) x1 = -INFINITY;
+                }
+                const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
+                const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
+                const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                dp[nt][2 * r] = g0;
+                dp[nt][2 * r + 1] = g1;
+                if (want_dbias) {
+                    float2* acc = strip ? reinterpret_cast<float2*>(sAcc + lrow * acc_pitch + key0 + c)
+                                        : reinterpret_cast<float2*>(gAcc + int64_t(lrow) * p.Npad + key0 + c);
+                    float2 v = ti == 0 && !strip ? make_float2(0.f, 0.f) : *acc;
+                    v.x += g0;
+                    v.y += g1;
+                    *acc = v;
+                }
+            }
+        }
+
+        // dq' += (dS diag(1/||k||)) k
+#pragma unroll
+        for (int kk = 0; kk < kNT / 2; ++kk) {
+            float kf[4] = {1.f, 1.f, 1.f, 1.f};
+            if (cosine) {
+                const float2 k0 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 2 * t4);
+                const float2 k1 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 8 + 2 * t4);
+                kf[0] = k0.x; kf[1] = k0.y; kf[2] = k1.x; kf[3] = k1.y;
+            }
+            uint32_t a[4];
+            a[0] = Tr::pack(dp[2 * kk][0] * kf[0], dp[2 * kk][1] * kf[1]);
+            a[1] = Tr::pack(dp[2 * kk][2] * kf[0], dp[2 * kk][3] * kf[1]);
+            a[2] = Tr::pack(dp[2 * kk + 1][0] * kf[2], dp[2 * kk + 1][1] * kf[3]);
+            a[3] = Tr::pack(dp[2 * kk + 1][2] * kf[2], dp[2 * kk + 1][3] * kf[3]);
+#pragma unroll
+            for (int dd = 0; dd < kHeadDim / 16; ++dd) {
+                uint32_t bf[4];
+                load_b_frag_kn<kHeadDim>(tK, kk * 16, dd * 16, lane, bf);
+                mma_16816<Element>(dq[2 * dd], a, bf[0], bf[1]);
+                mma_16816<Element>(dq[2 * dd + 1], a, bf[2], bf[3]);
+            }
+        }
+
+        if (j == n_key_tiles - 1) {
+            Element* dq_ptr = static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lrow = warp * 16 + g + 8 * r;
+                const int row = row0 + lrow;
+                float dot = 0.f;
+                float qh[kDT][2];
+                if (cosine) {
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tQ + lrow * kPitch + i * 8 + 2 * t4));
+                        qh[i][0] = x.x * q_inv[r];
+                        qh[i][1] = x.y * q_inv[r];
+                        dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
+                    }
+                    dot = quad_sum(dot);
+                    if (t4 == 0) dalpha_acc += dot;
+                    dot *= norm_projection(q_inv[r]);
+                }
+                const float f = cosine ? alpha * q_inv[r] : alpha;
+                if (row < N) {
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const int col = i * 8 + 2 * t4;
+                        if (col >= d) continue;
+                        float v0 = dq[i][2 * r], v1 = dq[i][2 * r + 1];
+                        if (cosine) {
+                            v0 -= qh[i][0] * dot;
+                            v1 -= qh[i][1] * dot;
+                        }
+                        *reinterpret_cast<uint32_t*>(dq_ptr + row * p.dq.row_stride + col) = Tr::pack(v0 * f, v1 * f);
+                    }
+                }
+            }
+        }
+    }
+
+    if (strip) {
+        __syncthreads();
+        for (int c = tid; c < kTileM * (p.Npad / 4); c += kNumThreads) {
+            const int r = c / (p.Npad / 4), cc = (c - r * (p.Npad / 4)) * 4;
+            *reinterpret_cast<float4*>(gAcc + int64_t(r) * p.Npad + cc) =
+                *reinterpret_cast<const float4*>(sAcc + r * acc_pitch + cc);
+        }
+    }
+    if (cosine) {
+        __shared__ float red[kNumThreads / 32];
+        const float v = warp_sum(dalpha_acc);
+        if (lane == 0) red[warp] = v;
+        __syncthreads();
+        if (tid == 0) {
+            float tot = 0.f;
+            for (int i = 0; i < kNumThreads / 32; ++i) tot += red[i];
+            p.dalpha_partial[(int64_t(h) * p.nW * p.n_chunks + partial) * p.num_m_blocks + m_block] = tot;
+        }
+    }
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream) {
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    cudaError_t err;
+    {
+        constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
+        const int64_t rows = int64_t(p.B) * p.H * p.N;
+        const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+        if (grid == 0) return cudaSuccess;
+        window_attn_bwd_preprocess_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    {
+        const size_t smem = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float);
+        auto kernel = window_attn_bwd_kv_kernel<Element, kHeadDim>;
+        if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem))) != cudaSuccess)
+            return err;
+        const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
+        kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    {
+        const bool strip = p.dbias_partial != nullptr && p.Npad <= kBmStripMaxNpad;
+        const size_t smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
+        auto kernel = window_attn_bwd_q_kernel<Element, kHeadDim>;
+        if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem))) != cudaSuccess)
+            return err;
+        const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
+        kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
+}  // namespace fwa

@@ -1,0 +1,262 @@
+// Window-attention forward, fp16/bf16 on tensor cores (mma.sync m16n8k16, fp32 accumulation).
+//
+//   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key tiles), out = P v, lse = log Σ exp S
+//
+// Work split: a CTA owns one (query block of 64 rows, head h, bm window w) and a chunk of the
+// windows b = w + nW * t that share the same bias+mask slice, so the slice is fetched once per CTA
+// (kept in shared memory for N <= 256, read through L2 otherwise) and the loop over windows
+// double-buffers q/k/v tiles with cp.async. Each of the 4 warps owns 16 query rows.
+// For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
+// registers, key factors per tile in shared memory; q and k are never re-rounded after
+// normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
+#pragma once
+#include "tile_io.cuh"
+
+namespace fwa {
+
+constexpr int kBmStripMaxNpad = 256;   // bm strip kept in smem up to this padded N
+
+template <int kHeadDim> struct FwdSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // q, k, v: 2 stages each; key inverse norms: 2 stages of 64 floats; then the bm strip.
+    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + 2 * kTileN * sizeof(float);
+    static size_t bytes(int Npad, bool strip) {
+        return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
+    }
+};
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdParams p) {
+    using Tr = ElementTraits<Element>;
+    using Shape = TileShape<kHeadDim>;
+    constexpr int kTile = Shape::kElems;
+    constexpr int kNT = kTileN / 8;       // n8 tiles of S per warp row block
+    constexpr int kDT = kHeadDim / 8;     // n8 tiles of O
+    constexpr int kKS = kHeadDim / 16;    // k16 steps of q kᵀ
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sK = sQ + 2 * kTile;
+    Element* sV = sK + 2 * kTile;
+    float* sKinv = reinterpret_cast<float*>(sV + 2 * kTile);
+    float* sBm = sKinv + 2 * kTileN;
+    const int bm_pitch = p.Npad + 8;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
+    const int h = static_cast<int>(bid % p.H); bid /= p.H;
+    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
+    const int chunk_id = static_cast<int>(bid);
+    const int nB = p.B / p.nW;
+    const int t_begin = chunk_id * p.chunk;
+    const int t_end = min(t_begin + p.chunk, nB);
+    if (t_begin >= t_end) return;
+
+    const int N = p.N, d = p.d;
+    const int row0 = m_block * kTileM;
+    const int n_key_tiles = (N + kTileN - 1) / kTileN;
+    const int n_items = (t_end - t_begin) * n_key_tiles;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const bool strip = has_bm && p.Npad <= kBmStripMaxNpad;
+    const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+
+    const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
+
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    auto issue_loads = [&](int item) {
+        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+        const int64_t b = window_of(ti);
+        const int stage = item & 1;
+        if (j == 0)
+            load_tile_async<Element, kHeadDim>(sQ + (ti & 1) * kTile, q_base + b * p.q.batch_stride,
+                                               p.q.row_stride, row0, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sK + stage * kTile, k_base + b * p.k.batch_stride,
+                                           p.k.row_stride, j * kTileN, N, d, tid);
+        load_tile_async<Element, kHeadDim>(sV + stage * kTile, v_base + b * p.v.batch_stride,
+                                           p.v.row_stride, j * kTileN, N, d, tid);
+    };
+
+    if (strip) {
+        // rows row0 .. row0 + 63 of the padded bm slice, all Npad columns.
+        const int chunks_per_row = p.Npad / 4;
+        for (int c = tid; c < kTileM * chunks_per_row; c += kNumThreads) {
+            const int r = c / chunks_per_row, cc = c - r * chunks_per_row;
+            cp_async_16(smem_u32(sBm + r * bm_pitch + cc * 4),
+                        bm_slice + int64_t(row0 + r) * p.Npad + cc * 4, 16);
+        }
+    }
+    issue_loads(0);
+    cp_async_commit();
+
+    float o_acc[kDT][4];
+    float row_max[2], row_sum[2], row_factor[2];
+
+    for (int item = 0; item < n_items; ++item) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (item + 1 < n_items) issue_loads(item + 1);
+        cp_async_commit();
+
+        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+        const int stage = item & 1;
+        const Element* tQ = sQ + (ti & 1) * kTile;
+        const Element* tK = sK + stage * kTile;
+        const Element* tV = sV + stage * kTile;
+        float* kinv = sKinv + stage * kTileN;
+        if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
+
+        if (j == 0) {
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.f;
+            row_max[0] = row_max[1] = -INFINITY;
+            row_sum[0] = row_sum[1] = 0.f;
+        }
+
+        // S = q kᵀ for this warp's 16 rows and the 64 keys of the tile.
+        float s[kNT][4];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+        float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+            uint32_t a[4];
+            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
+            if (j == 0 && cosine) accumulate_sumsq<Element>(a, ss0, ss1);
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t b[4];
+                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, b);
+                mma_16816<Element>(s[2 * np], a, b[0], b[1]);
+                mma_16816<Element>(s[2 * np + 1], a, b[2], b[3]);
+            }
+        }
+        if (j == 0) {
+            // log2(e) folded in: the softmax runs on exp2.
+            if (cosine) {
+                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq(quad_sum(ss0));
+                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq(quad_sum(ss1));
+            } else {
+                row_factor[0] = row_factor[1] = alpha * kLog2e;
+            }
+        }
+        if (cosine) __syncthreads();   // key norms of this tile
+
+        // Logits (log2 units) and the online softmax.
+        const int key0 = j * kTileN;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = row0 + warp * 16 + g + 8 * r;
+            const float* bm_row = strip ? sBm + (row - row0) * bm_pitch + key0
+                                        : (has_bm ? bm_slice + int64_t(row) * p.Npad + key0 : nullptr);
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;
+                float x0 = s[nt][2 * r] * row_factor[r];
+                float x1 = s[nt][2 * r + 1] * row_factor[r];
+                if (cosine) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                    x0 *= kf.x;
+                    x1 *= kf.y;
+                }
+                if (has_bm) {
+                    const float2 bb = strip ? *reinterpret_cast<const float2*>(bm_row + c)
+                                            : __ldg(reinterpret_cast<const float2*>(bm_row + c));
+                    x0 += bb.x;
+                    x1 += bb.y;
+                } else {
+                    if (key0 + c >= N) x0 = -INFINITY;
+                    if (key0 + c + 1 >= N) x1 = -INFINITY;
+                }
+                s[nt][2 * r] = x0;
+                s[nt][2 * r + 1] = x1;
+                mx = fmaxf(mx, fmaxf(x0, x1));
+            }
+            mx = quad_max(mx);
+            const float m_new = fmaxf(row_max[r], mx);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float corr = fast_exp2(row_max[r] - m_use);
+            row_max[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const float e0 = fast_exp2(s[nt][2 * r] - m_use);
+                const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+                s[nt][2 * r] = e0;
+                s[nt][2 * r + 1] = e1;
+                sum += e0 + e1;
+            }
+            row_sum[r] = row_sum[r] * corr + sum;
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) {
+                o_acc[i][2 * r] *= corr;
+                o_acc[i][2 * r + 1] *= corr;
+            }
+        }
+
+        // O += P v
+#pragma unroll
+        for (int kk = 0; kk < kNT / 2; ++kk) {
+            uint32_t a[4];
+            a[0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
+            a[1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
+            a[2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            a[3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+            for (int dp = 0; dp < kHeadDim / 16; ++dp) {
+                uint32_t b[4];
+                load_b_frag_kn<kHeadDim>(tV, kk * 16, dp * 16, lane, b);
+                mma_16816<Element>(o_acc[2 * dp], a, b[0], b[1]);
+                mma_16816<Element>(o_acc[2 * dp + 1], a, b[2], b[3]);
+            }
+        }
+
+        if (j == n_key_tiles - 1) {
+            const int64_t b = window_of(ti);
+            Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride +
+                           h * p.out.head_stride;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = row0 + warp * 16 + g + 8 * r;
+                const float l = quad_sum(row_sum[r]);
+                // l == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
+                const float inv = l == 0.f ? 0.f : 1.f / l;
+                if (row < N) {
+                    if (t4 == 0)
+                        p.lse[(b * p.H + h) * N + row] =
+                            l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+#pragma unroll
+                    for (int i = 0; i < kDT; ++i) {
+                        const int col = i * 8 + 2 * t4;
+                        if (col < d)
+                            *reinterpret_cast<uint32_t*>(out + row * p.out.row_stride + col) =
+                                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_fwd(const FwdParams& p, cudaStream_t stream) {
+    const bool strip = p.bm != nullptr && p.Npad <= kBmStripMaxNpad;
+    const size_t smem = FwdSmem<kHeadDim>::bytes(p.Npad, strip);
+    auto kernel = window_attn_fwd_kernel<Element, kHeadDim>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
+    if (grid == 0) return cudaSuccess;
+    kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa

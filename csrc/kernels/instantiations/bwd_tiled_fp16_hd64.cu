@@ -1,0 +1,9 @@
+// One instantiation per file: the kernels compile in parallel (see setup.py).
+#include "../bwd_tiled_kernels.cuh"
+
+namespace fwa {
+template <>
+cudaError_t run_bwd_tiled<__half, 64>(const BwdParams& p, cudaStream_t s) {
+    return launch_bwd_tiled<__half, 64>(p, s);
+}
+}  // namespace fwa

@@ -1,0 +1,9 @@
+// One instantiation per file: the kernels compile in parallel (see setup.py).
+#include "../fwd_kernel.cuh"
+
+namespace fwa {
+template <>
+cudaError_t run_fwd<__nv_bfloat16, 32>(const FwdParams& p, cudaStream_t s) {
+    return launch_fwd<__nv_bfloat16, 32>(p, s);
+}
+}  // namespace fwa

@@ -1,0 +1,107 @@
+// Shared-memory tiles and fragment loads used by all window-attention kernels.
+//
+// A tile holds 64 rows x kHeadDim columns of q, k, v or dout in shared memory with a row pitch of
+// kHeadDim + 8 elements: the 16-byte pad puts the 8 rows that one ldmatrix phase reads in 8
+// different bank groups, so every ldmatrix below is conflict-free. Rows >= N and columns >= d
+// are zero-filled by the async copy.
+#pragma once
+#include "kernel_utils.cuh"
+#include "window_attn.h"
+
+namespace fwa {
+
+template <int kHeadDim> struct TileShape {
+    static constexpr int kPitch = kHeadDim + 8;        // elements per smem row
+    static constexpr int kElems = kTileM * kPitch;      // elements per 64-row tile
+    static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per row
+};
+
+// Async copy of rows [row0, row0 + 64) of one (window, head) slice into a tile.
+template <typename Element, int kHeadDim>
+FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_stride, int row0,
+                                int N, int d, int tid) {
+    using S = TileShape<kHeadDim>;
+    constexpr int kTotal = kTileM * S::kChunksPerRow;
+#pragma unroll
+    for (int c = tid; c < kTotal; c += kNumThreads) {
+        const int r = c / S::kChunksPerRow;
+        const int cc = c - r * S::kChunksPerRow;
+        const int row = row0 + r;
+        const bool valid = row < N && cc * 8 < d;
+        const Element* g = valid ? src + row * row_stride + cc * 8 : src;
+        cp_async_16(smem_u32(tile + r * S::kPitch + cc * 8), g, valid ? 16 : 0);
+    }
+}
+
+// A fragment (16 rows x 16 columns starting at (row0, col0)) of a row-major tile.
+template <int kHeadDim, typename Element>
+FWA_DEVICE void load_a_frag(const Element* tile, int row0, int col0, int lane, uint32_t (&a)[4]) {
+    const Element* p = tile + (row0 + (lane & 15)) * TileShape<kHeadDim>::kPitch + col0 +
+                       (lane >> 4) * 8;
+    ldmatrix_x4(smem_u32(p), a[0], a[1], a[2], a[3]);
+}
+
+// B fragments of two n8 tiles for a product X · Tᵀ, where the tile T is stored [n][k]
+// (e.g. K in Q·Kᵀ): n rows n0..n0+15, k columns k0..k0+15.
+// b[0], b[1]: n-tile n0; b[2], b[3]: n-tile n0 + 8.
+template <int kHeadDim, typename Element>
+FWA_DEVICE void load_b_frag_nk(const Element* tile, int n0, int k0, int lane, uint32_t (&b)[4]) {
+    const Element* p = tile + (n0 + (lane & 7) + (lane >> 4) * 8) * TileShape<kHeadDim>::kPitch +
+                       k0 + ((lane >> 3) & 1) * 8;
+    ldmatrix_x4(smem_u32(p), b[0], b[1], b[2], b[3]);
+}
+
+// B fragments of two n8 tiles for a product X · T, where the tile T is stored [k][n]
+// (e.g. V in P·V): k rows k0..k0+15, n columns n0..n0+15.
+template <int kHeadDim, typename Element>
+FWA_DEVICE void load_b_frag_kn(const Element* tile, int k0, int n0, int lane, uint32_t (&b)[4]) {
+    const Element* p = tile + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) *
+                                  TileShape<kHeadDim>::kPitch +
+                       n0 + (lane >> 4) * 8;
+    ldmatrix_x4_trans(smem_u32(p), b[0], b[1], b[2], b[3]);
+}
+
+// A fragment of Tᵀ (16 rows x 16 columns of the transpose, starting at (row0, col0) of Tᵀ)
+// for a tile T stored row-major with pitch kPitch: Tᵀ rows are T columns.
+template <int kPitch, typename Element>
+FWA_DEVICE void load_a_frag_trans(const Element* tile, int row0, int col0, int lane,
+                                  uint32_t (&a)[4]) {
+    // a0: T[col0 + 0..7][row0 + 0..7]ᵀ, a1: rows +8, a2: cols +8, a3: both +8.
+    const Element* p = tile + (col0 + (lane & 7) + (lane >> 4) * 8) * kPitch + row0 +
+                       ((lane >> 3) & 1) * 8;
+    ldmatrix_x4_trans(smem_u32(p), a[0], a[1], a[2], a[3]);
+}
+
+// Sum of squares of the two rows (g and g + 8) that an A fragment holds pieces of.
+template <typename Element>
+FWA_DEVICE void accumulate_sumsq(const uint32_t (&a)[4], float& ss0, float& ss1) {
+    using Tr = ElementTraits<Element>;
+    float2 x;
+    x = Tr::unpack(a[0]); ss0 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss0));
+    x = Tr::unpack(a[2]); ss0 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss0));
+    x = Tr::unpack(a[1]); ss1 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss1));
+    x = Tr::unpack(a[3]); ss1 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss1));
+}
+
+// Inverse norms of the 64 rows of a tile, 2 threads per row, written to out[64].
+template <typename Element, int kHeadDim>
+FWA_DEVICE void tile_row_inv_norms(const Element* tile, float* out, int tid) {
+    using Tr = ElementTraits<Element>;
+    const int row = tid >> 1, half = tid & 1;
+    const Element* p = tile + row * TileShape<kHeadDim>::kPitch + half * (kHeadDim / 2);
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < kHeadDim / 2; c += 8) {
+        const uint4 u = *reinterpret_cast<const uint4*>(p + c);
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 x = Tr::unpack(w[i]);
+            ss = fmaf(x.x, x.x, fmaf(x.y, x.y, ss));
+        }
+    }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    if (half == 0) out[row] = inv_norm_from_sumsq(ss);
+}
+
+}  // namespace fwa

@@ -1,0 +1,93 @@
+// Torch-free interface of the fp16/bf16 tensor-core window-attention kernels.
+//
+// Computes, for window b, head h (see csrc/README.md for the full contract):
+//   S = f(q kᵀ) + bm[b % nW][h],  P = softmax(S),  out = P v,  lse = log Σ exp(S)
+// where f is `scale *` (Swin V1) or `exp(min(logit_scale[h], ln 100)) * cos` (Swin V2), and
+// bm is the bias+mask tensor prepared by the op layer: fp32, already multiplied by log2(e),
+// padded to an (Npad, Npad) tile with Npad = round_up(N, 64): columns >= N hold -inf (so padded
+// keys get probability 0), rows >= N hold 0.
+//
+// All pointers are raw; all strides are in elements; q/k/v/out/dout/dq/dk/dv have unit stride in
+// the last dimension and 16-byte aligned rows (the op layer copies anything that is not).
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace fwa {
+
+constexpr int kTileM = 64;   // query rows per CTA tile (4 warps x 16 rows)
+constexpr int kTileN = 64;   // keys per tile
+constexpr int kNumThreads = 128;
+
+inline int round_up_tile(int n) { return (n + 63) / 64 * 64; }
+
+struct TensorRef {
+    void* ptr = nullptr;
+    int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
+};
+
+struct FwdParams {
+    TensorRef q, k, v, out;
+    float* lse = nullptr;              // (B, H, N) fp32 contiguous
+
+    const float* bm = nullptr;         // see above; nullptr when there is neither bias nor mask
+    int64_t bm_win_stride = 0, bm_head_stride = 0;   // row stride is Npad, column stride 1
+
+    const float* logit_scale = nullptr;  // (H) fp32; nullptr for V1
+    float scale = 1.f;                   // V1 only
+
+    int B = 0, H = 0, N = 0, d = 0;
+    int Npad = 0;                      // round_up(N, 64)
+    int nW = 1;                        // windows of distinct bm (mask) entries; 1 without a mask
+    int num_m_blocks = 1;              // ceil(N / kTileM)
+    // Windows b = w + nW * t that share the same bm slice are processed by one CTA in chunks of
+    // `chunk` consecutive t; there are n_chunks chunks per (h, w, m-block).
+    int chunk = 1, n_chunks = 1;
+};
+
+struct BwdParams : FwdParams {
+    TensorRef dout, dq, dk, dv;
+    // Per-CTA partial reductions, summed in a fixed order by window_attn_reduce_partials:
+    //   dbias_partial: [H][nW * n_chunks][Npad][Npad] fp32 (each CTA writes its rows only)
+    //   dalpha_partial: [H][nW * n_chunks * num_m_blocks] fp32 (sum of dS * cos, V2 only)
+    float* dbias_partial = nullptr;
+    float* dalpha_partial = nullptr;
+    // Tiled-path workspace, (B, H, N) fp32 each: D = rowsum(dout * out), and the inverse norms
+    // 1 / max(||q||, eps), 1 / max(||k||, eps) (V2 only).
+    float* dsum = nullptr;
+    float* q_inv_norm = nullptr;
+    float* k_inv_norm = nullptr;
+};
+
+enum class Dtype { kFloat16, kBFloat16 };
+
+// Launchers (one instantiation per dtype x head-dim bucket lives in its own .cu file).
+// Return cudaSuccess or the launch error.
+template <typename Element, int kHeadDim> cudaError_t run_fwd(const FwdParams& p, cudaStream_t s);
+template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
+template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);
+
+// Dtype/head-dim dispatch over the instantiations above (window_attn_dispatch.cu).
+cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s);
+cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s);
+bool window_attn_bwd_uses_small_path(const FwdParams& p);
+int window_attn_head_dim_bucket(int d);
+
+// Chooses chunk / n_chunks for a grid of about `target_ctas` CTAs.
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm_hint);
+
+// Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
+// (nW,N,N strided); either may be null. Output layout as described above, written densely as
+// [nWb][Hb][Npad][Npad] where nWb = mask ? nW : 1 and Hb = bias ? H : 1.
+cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
+                                 int64_t bias_s2, const float* mask, int64_t mask_s0,
+                                 int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
+                                 cudaStream_t s);
+
+// dbias[h][i][j] = sum_p partial[h][p][i][j] (i, j < N), dalpha[h] = sum_p dalpha_partial[h][p];
+// dlogit[h] = dalpha[h] * alpha[h] where logit_scale[h] <= ln 100, else 0.
+cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partials,
+                                        int num_dalpha_partials, float* dbias, float* dlogit,
+                                        cudaStream_t s);
+
+}  // namespace fwa

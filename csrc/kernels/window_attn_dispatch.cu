@@ -1,0 +1,142 @@
+// Host-side dispatch over the (dtype, head-dim bucket) instantiations, window chunk planning,
+// and the two small auxiliary kernels: the padded bias+mask builder and the fixed-order reduction
+// of the per-CTA dbias / dalpha partials (which is what keeps the backward deterministic).
+#include <algorithm>
+#include <cmath>
+
+#include "kernel_utils.cuh"
+#include "window_attn.h"
+
+namespace fwa {
+
+int window_attn_head_dim_bucket(int d) { return d <= 32 ? 32 : (d <= 64 ? 64 : 128); }
+
+bool window_attn_bwd_uses_small_path(const FwdParams& p) { return p.N <= kTileN; }
+
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm_hint) {
+    p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
+    const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
+    if (nB == 0) {
+        p.chunk = 1;
+        p.n_chunks = 0;
+        return;
+    }
+    const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
+    const int64_t target = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm_hint, 1) * 2;
+    int64_t n_chunks = std::min<int64_t>(std::max<int64_t>((target + base - 1) / base, 1), nB);
+    const int64_t chunk = (nB + n_chunks - 1) / n_chunks;
+    p.chunk = static_cast<int>(chunk);
+    p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
+}
+
+#define FWA_HEADDIM_SWITCH(D, ...)                                  \
+    [&] {                                                           \
+        switch (window_attn_head_dim_bucket(D)) {                   \
+            case 32: { constexpr int kHeadDim = 32; return __VA_ARGS__(); } \
+            case 64: { constexpr int kHeadDim = 64; return __VA_ARGS__(); } \
+            default: { constexpr int kHeadDim = 128; return __VA_ARGS__(); } \
+        }                                                           \
+    }()
+
+cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
+    return FWA_HEADDIM_SWITCH(p.d, [&] {
+        return dt == Dtype::kFloat16 ? run_fwd<__half, kHeadDim>(p, s)
+                                     : run_fwd<__nv_bfloat16, kHeadDim>(p, s);
+    });
+}
+
+cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s) {
+    const bool small = window_attn_bwd_uses_small_path(p);
+    return FWA_HEADDIM_SWITCH(p.d, [&] {
+        if (dt == Dtype::kFloat16)
+            return small ? run_bwd_small<__half, kHeadDim>(p, s) : run_bwd_tiled<__half, kHeadDim>(p, s);
+        return small ? run_bwd_small<__nv_bfloat16, kHeadDim>(p, s)
+                     : run_bwd_tiled<__nv_bfloat16, kHeadDim>(p, s);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+__global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_t b1, int64_t b2,
+                                const float* mask, int64_t m0, int64_t m1, int64_t m2, int Hb,
+                                int N, int Npad, int64_t total) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    const int j = static_cast<int>(idx % Npad);
+    int64_t rest = idx / Npad;
+    const int i = static_cast<int>(rest % Npad);
+    rest /= Npad;
+    const int h = static_cast<int>(rest % Hb);
+    const int64_t w = rest / Hb;
+    float v;
+    if (j >= N) {
+        v = -INFINITY;          // padded key: probability 0
+    } else if (i >= N) {
+        v = 0.f;                // padded query row: finite, never stored
+    } else {
+        v = 0.f;
+        if (bias) v += bias[h * b0 + i * b1 + j * b2];
+        if (mask) v += mask[w * m0 + i * m1 + j * m2];
+        v *= kLog2e;
+    }
+    bm[idx] = v;
+}
+
+cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
+                                 int64_t bias_s2, const float* mask, int64_t mask_s0,
+                                 int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
+                                 cudaStream_t s) {
+    const int Hb = bias ? H : 1, nWb = mask ? nW : 1;
+    const int64_t total = int64_t(nWb) * Hb * Npad * Npad;
+    if (total == 0) return cudaSuccess;
+    const int threads = 256;
+    build_bm_kernel<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, s>>>(
+        bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0, mask_s1, mask_s2, Hb, N, Npad, total);
+    return cudaGetLastError();
+}
+
+__global__ void reduce_dbias_kernel(const float* partial, int P, int Npad, int N, int H,
+                                    float* dbias) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t total = int64_t(H) * N * N;
+    if (idx >= total) return;
+    const int j = static_cast<int>(idx % N);
+    const int i = static_cast<int>((idx / N) % N);
+    const int h = static_cast<int>(idx / (int64_t(N) * N));
+    const float* src = partial + int64_t(h) * P * Npad * Npad + int64_t(i) * Npad + j;
+    float acc = 0.f;
+    for (int k = 0; k < P; ++k) acc += src[int64_t(k) * Npad * Npad];
+    dbias[idx] = acc;
+}
+
+__global__ void reduce_dalpha_kernel(const float* partial, int P, const float* logit_scale, int H,
+                                     float* dlogit) {
+    const int h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h >= H) return;
+    float acc = 0.f;
+    for (int k = 0; k < P; ++k) acc += partial[int64_t(h) * P + k];
+    const float ls = logit_scale[h];
+    // d/dls exp(clamp(ls, max=ln 100)): flows where ls <= ln 100 (torch.clamp semantics).
+    dlogit[h] = ls <= kLogitScaleMax ? acc * expf(ls) : 0.f;
+}
+
+cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partials,
+                                        int num_dalpha_partials, float* dbias, float* dlogit,
+                                        cudaStream_t s) {
+    if (dbias != nullptr) {
+        const int64_t total = int64_t(p.H) * p.N * p.N;
+        if (num_dbias_partials == 0) return cudaMemsetAsync(dbias, 0, total * sizeof(float), s);
+        reduce_dbias_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
+            p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
+    if (dlogit != nullptr) {
+        reduce_dalpha_kernel<<<(p.H + 127) / 128, 128, 0, s>>>(p.dalpha_partial, num_dalpha_partials,
+                                                              p.logit_scale, p.H, dlogit);
+        return cudaGetLastError();
+    }
+    return cudaSuccess;
+}
+
+}  // namespace fwa

@@ -1,0 +1,195 @@
+// CUDA implementations of flash_window_attn::window_attention_fwd / _bwd: argument checks (shared
+// with the CPU path), tensors -> kernel params, workspace allocation, dispatch. fp16/bf16 run the
+// tensor-core kernels in csrc/kernels/; fp32 runs the full-precision SIMT kernels.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "kernels/window_attn.h"
+#include "ops/window_attention_common.h"
+
+namespace flash_window_attn {
+namespace {
+
+constexpr int kCtasPerSmHint = 4;
+
+void check_cuda(cudaError_t err, const char* what) {
+    TORCH_CHECK(err == cudaSuccess, "window_attention: ", what, " failed: ", cudaGetErrorString(err));
+}
+
+// The kernels read rows with 16-byte async copies: base and every stride must be 16-byte aligned.
+bool kernel_ready(const at::Tensor& t) {
+    const int64_t elems = 16 / t.element_size();
+    if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
+    for (int i = 0; i < 3; ++i)
+        if (t.size(i) > 1 && t.stride(i) % elems != 0) return false;
+    return true;
+}
+at::Tensor as_kernel_ready(const at::Tensor& t) { return kernel_ready(t) ? t : t.contiguous(); }
+
+fwa::TensorRef ref(const at::Tensor& t) {
+    fwa::TensorRef r;
+    r.ptr = t.data_ptr();
+    r.batch_stride = t.stride(0);
+    r.head_stride = t.stride(1);
+    r.row_stride = t.stride(2);
+    return r;
+}
+
+fwa::Dtype kernel_dtype(const at::Tensor& q) {
+    return q.scalar_type() == at::kHalf ? fwa::Dtype::kFloat16 : fwa::Dtype::kBFloat16;
+}
+
+// Everything the forward and backward share: sizes, the padded log2(e)-scaled bias+mask tensor
+// (kept alive by `bm` while the kernels run), the fp32 logit scale and the window chunking.
+struct Prepared {
+    fwa::BwdParams p;
+    at::Tensor bm, logit_scale;
+};
+
+Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
+                 const std::optional<at::Tensor>& mask,
+                 const std::optional<at::Tensor>& logit_scale, double scale,
+                 const WindowAttnSizes& s) {
+    Prepared r;
+    fwa::BwdParams& p = r.p;
+    p.B = static_cast<int>(s.B);
+    p.H = static_cast<int>(s.H);
+    p.N = static_cast<int>(s.N);
+    p.d = static_cast<int>(s.d);
+    p.Npad = fwa::round_up_tile(p.N);
+    p.nW = s.has_mask ? static_cast<int>(s.nW) : 1;
+    p.scale = static_cast<float>(scale);
+    auto stream = at::cuda::getCurrentCUDAStream();
+
+    if (s.has_bias || s.has_mask) {
+        at::Tensor bias_f, mask_f;
+        if (s.has_bias) bias_f = bias_as_hnn(*bias, s.H, s.N).to(at::kFloat);
+        if (s.has_mask) mask_f = mask->to(at::kFloat);
+        const int Hb = s.has_bias ? p.H : 1, nWb = s.has_mask ? p.nW : 1;
+        r.bm = at::empty({nWb, Hb, p.Npad, p.Npad}, q.options().dtype(at::kFloat));
+        check_cuda(fwa::window_attn_build_bm(
+                       r.bm.data_ptr<float>(),
+                       s.has_bias ? bias_f.data_ptr<float>() : nullptr,
+                       s.has_bias ? bias_f.stride(0) : 0, s.has_bias ? bias_f.stride(1) : 0,
+                       s.has_bias ? bias_f.stride(2) : 0,
+                       s.has_mask ? mask_f.data_ptr<float>() : nullptr,
+                       s.has_mask ? mask_f.stride(0) : 0, s.has_mask ? mask_f.stride(1) : 0,
+                       s.has_mask ? mask_f.stride(2) : 0, p.H, p.nW, p.N, p.Npad, stream),
+                   "building the bias+mask tile");
+        p.bm = r.bm.data_ptr<float>();
+        p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
+        p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
+    }
+    if (s.cosine) {
+        r.logit_scale = logit_scale_as_h(*logit_scale, s.H).to(at::kFloat).contiguous();
+        p.logit_scale = r.logit_scale.data_ptr<float>();
+    }
+    const int num_sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    fwa::window_attn_plan_chunks(p, num_sms, kCtasPerSmHint);
+    return r;
+}
+
+std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale) {
+    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    const c10::cuda::CUDAGuard guard(q.device());
+    if (q.scalar_type() == at::kFloat)
+        return window_attention_fwd_cuda_fp32(q, k, v, bias, mask, logit_scale, scale, s);
+
+    at::Tensor out = make_out(q);
+    at::Tensor lse = make_lse(q);
+    if (s.B == 0) return {out, lse};
+
+    const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
+    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
+    fwa::FwdParams& p = prep.p;
+    p.q = ref(q_);
+    p.k = ref(k_);
+    p.v = ref(v_);
+    p.out = ref(out);
+    p.lse = lse.data_ptr<float>();
+    check_cuda(fwa::window_attn_fwd(kernel_dtype(q), p, at::cuda::getCurrentCUDAStream()),
+               "forward kernel launch");
+    return {out, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
+    double scale) {
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    const c10::cuda::CUDAGuard guard(q.device());
+    if (q.scalar_type() == at::kFloat)
+        return window_attention_bwd_cuda_fp32(dout, q, k, v, out, lse, bias, mask, logit_scale,
+                                              scale, s);
+
+    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    const auto f32 = q.options().dtype(at::kFloat);
+    at::Tensor dbias_hnn = s.has_bias ? at::empty({s.H, s.N, s.N}, f32) : at::Tensor();
+    at::Tensor dlogit_h = s.cosine ? at::empty({s.H}, f32) : at::Tensor();
+    auto stream = at::cuda::getCurrentCUDAStream();
+
+    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
+    fwa::BwdParams& p = prep.p;
+    at::Tensor dbias_partial, dalpha_partial, dsum, q_inv, k_inv;
+    int n_dbias_partials = 0, n_dalpha_partials = 0;
+    if (s.B > 0) {
+        TORCH_CHECK(kernel_ready(dq) && kernel_ready(dk) && kernel_ready(dv),
+                    "window_attention: internal error: gradient buffers are not 16-byte aligned");
+        const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
+        const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
+        p.q = ref(q_);
+        p.k = ref(k_);
+        p.v = ref(v_);
+        p.out = ref(out_);
+        p.dout = ref(dout_);
+        p.dq = ref(dq);
+        p.dk = ref(dk);
+        p.dv = ref(dv);
+        p.lse = const_cast<float*>(lse.data_ptr<float>());
+        n_dbias_partials = p.nW * p.n_chunks;
+        n_dalpha_partials = n_dbias_partials * (fwa::window_attn_bwd_uses_small_path(p) ? 1 : p.num_m_blocks);
+        if (s.has_bias) {
+            dbias_partial = at::empty({s.H, n_dbias_partials, p.Npad, p.Npad}, f32);
+            p.dbias_partial = dbias_partial.data_ptr<float>();
+        }
+        if (s.cosine) {
+            dalpha_partial = at::empty({s.H, n_dalpha_partials}, f32);
+            p.dalpha_partial = dalpha_partial.data_ptr<float>();
+        }
+        if (!fwa::window_attn_bwd_uses_small_path(p)) {
+            dsum = at::empty({s.B, s.H, s.N}, f32);
+            p.dsum = dsum.data_ptr<float>();
+            if (s.cosine) {
+                q_inv = at::empty({s.B, s.H, s.N}, f32);
+                k_inv = at::empty({s.B, s.H, s.N}, f32);
+                p.q_inv_norm = q_inv.data_ptr<float>();
+                p.k_inv_norm = k_inv.data_ptr<float>();
+            }
+        }
+        check_cuda(fwa::window_attn_bwd(kernel_dtype(q), p, stream), "backward kernel launch");
+    } else {
+        p.n_chunks = 0;
+    }
+    check_cuda(fwa::window_attn_reduce_partials(p, n_dbias_partials, n_dalpha_partials,
+                                                s.has_bias ? dbias_hnn.data_ptr<float>() : nullptr,
+                                                s.cosine ? dlogit_h.data_ptr<float>() : nullptr,
+                                                stream),
+               "gradient reduction");
+    return {dq, dk, dv, finish_dbias(dbias_hnn, bias, q), finish_dlogit(dlogit_h, logit_scale, q)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
+    m.impl("window_attention_fwd", &window_attention_fwd_cuda);
+    m.impl("window_attention_bwd", &window_attention_bwd_cuda);
+}
+
+}  // namespace flash_window_attn
