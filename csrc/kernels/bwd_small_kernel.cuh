@@ -11,6 +11,7 @@
 // per-CTA partial (summed in a fixed order later: deterministic). Warps own 16 query rows for
 // S/dP/dq and 16 key rows for dk/dv; P and dS go through shared memory between the two phases.
 #pragma once
+#include "launch_utils.h"
 #include "tile_io.cuh"
 
 namespace fwa {
@@ -155,17 +156,20 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = warp * 16 + g + 8 * r;
-            const float rf = alpha * kLog2e * q_inv[r];
-            float dsum = 0.f;
+            const float al = alpha * kLog2e;
+            // dalpha = Σ_j dS_ij cos_ij = Σ_j P dP cos - D Σ_j P cos, accumulated in fp32 here
+            // (rounding dS to 16 bits first would cost its accuracy).
+            float dsum = 0.f, pdc = 0.f, pc = 0.f;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const int c = nt * 8 + 2 * t4;
-                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
                 if (cosine) {
                     const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
-                    x0 *= kf.x;
-                    x1 *= kf.y;
+                    c0 *= q_inv[r] * kf.x;
+                    c1 *= q_inv[r] * kf.y;
                 }
+                float x0 = c0 * al, x1 = c1 * al;
                 if (has_bm) {
                     const float2 bb = *reinterpret_cast<const float2*>(sBm + row * kBmPitch + c);
                     x0 += bb.x;
@@ -178,8 +182,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                 s[nt][2 * r] = p0;
                 s[nt][2 * r + 1] = p1;
                 dsum = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], dsum));
+                if (cosine) {
+                    pdc = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc));
+                    pc = fmaf(p0, c0, fmaf(p1, c1, pc));
+                }
             }
             dsum = quad_sum(dsum);
+            if (cosine) {
+                const float contrib = quad_sum(pdc) - dsum * quad_sum(pc);
+                if (t4 == 0) dalpha_acc += contrib;
+            }
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 dp[nt][2 * r] = s[nt][2 * r] * (dp[nt][2 * r] - dsum);
@@ -242,9 +254,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                         qh[i][1] = x.y * q_inv[r];
                         dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
                     }
-                    dot = quad_sum(dot);
-                    if (t4 == 0) dalpha_acc += dot;
-                    dot *= norm_projection(q_inv[r]);
+                    dot = quad_sum(dot) * norm_projection(q_inv[r]);
                 }
                 const float f = cosine ? alpha * q_inv[r] : alpha;
                 if (row < N) {
@@ -353,15 +363,17 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
 }
 
 template <typename Element, int kHeadDim>
-cudaError_t launch_bwd_small(const BwdParams& p, cudaStream_t stream) {
+cudaError_t launch_bwd_small(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr) {
     const size_t smem = BwdSmallSmem<kHeadDim>::kBytes;
-    auto kernel = window_attn_bwd_small_kernel<Element, kHeadDim>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
+    int ctas = 0;
+    cudaError_t err = prepare_kernel<window_attn_bwd_small_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+    if (err != cudaSuccess || ctas_per_sm != nullptr) {
+        if (ctas_per_sm) *ctas_per_sm = ctas;
+        return err;
+    }
     const int64_t grid = int64_t(p.H) * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    window_attn_bwd_small_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
     return cudaGetLastError();
 }
 

@@ -357,6 +357,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
 
     float dq[kDT][4];
     float lse2[2], dsum[2], q_inv[2];
+    // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small).
+    float pdc[2], pc[2];
     float dalpha_acc = 0.f;
 
     for (int item = 0; item < n_items; ++item) {
@@ -385,6 +387,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 lse2[r] = ok ? p.lse[row_base + row] * kLog2e : INFINITY;
                 dsum[r] = ok ? p.dsum[row_base + row] : 0.f;
                 q_inv[r] = (cosine && ok) ? p.q_inv_norm[row_base + row] : 1.f;
+                pdc[r] = pc[r] = 0.f;
             }
         }
 
@@ -419,17 +422,18 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         for (int r = 0; r < 2; ++r) {
             const int lrow = warp * 16 + g + 8 * r;
             const int row = row0 + lrow;
-            const float rf = alpha * kLog2e * q_inv[r];
+            const float al = alpha * kLog2e;
             const float* bm_row = has_bm ? bm_slice + int64_t(row) * p.Npad + key0 : nullptr;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const int c = nt * 8 + 2 * t4;
-                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
                 if (cosine) {
                     const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
-                    x0 *= kf.x;
-                    x1 *= kf.y;
+                    c0 *= q_inv[r] * kf.x;
+                    c1 *= q_inv[r] * kf.y;
                 }
+                float x0 = c0 * al, x1 = c1 * al;
                 if (has_bm) {
                     const float2 bb = __ldg(reinterpret_cast<const float2*>(bm_row + c));
                     x0 += bb.x;
@@ -441,6 +445,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
                 const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
                 const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                if (cosine) {
+                    pdc[r] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r]));
+                    pc[r] = fmaf(p0, c0, fmaf(p1, c1, pc[r]));
+                }
                 dp[nt][2 * r] = g0;
                 dp[nt][2 * r + 1] = g1;
                 if (want_dbias) {
@@ -493,9 +501,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                         qh[i][1] = x.y * q_inv[r];
                         dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
                     }
-                    dot = quad_sum(dot);
-                    if (t4 == 0) dalpha_acc += dot;
-                    dot *= norm_projection(q_inv[r]);
+                    dot = quad_sum(dot) * norm_projection(q_inv[r]);
+                    const float contrib = quad_sum(pdc[r]) - dsum[r] * quad_sum(pc[r]);
+                    if (t4 == 0) dalpha_acc += contrib;
                 }
                 const float f = cosine ? alpha * q_inv[r] : alpha;
                 if (row < N) {
@@ -537,9 +545,19 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
 }
 
 template <typename Element, int kHeadDim>
-cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream) {
+cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr,
+                             bool assume_strip = false) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     cudaError_t err;
+    const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad;
+    const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
+    int q_ctas = 0;
+    if ((err = prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim>>(q_smem, kNumThreads, &q_ctas)) != cudaSuccess)
+        return err;
+    if (ctas_per_sm != nullptr) {   // planning only
+        *ctas_per_sm = q_ctas;
+        return cudaSuccess;
+    }
     {
         constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.N;
@@ -550,26 +568,16 @@ cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream) {
     }
     {
         const size_t smem = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float);
-        auto kernel = window_attn_bwd_kv_kernel<Element, kHeadDim>;
-        if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(smem))) != cudaSuccess)
+        int ctas = 0;
+        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
         const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
-        kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        window_attn_bwd_kv_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
-    {
-        const bool strip = p.dbias_partial != nullptr && p.Npad <= kBmStripMaxNpad;
-        const size_t smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
-        auto kernel = window_attn_bwd_q_kernel<Element, kHeadDim>;
-        if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(smem))) != cudaSuccess)
-            return err;
-        const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
-        kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    }
-    return cudaSuccess;
+    const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
+    window_attn_bwd_q_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    return cudaGetLastError();
 }
 
 }  // namespace fwa

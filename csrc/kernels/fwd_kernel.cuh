@@ -10,23 +10,29 @@
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
 #pragma once
+#include "launch_utils.h"
 #include "tile_io.cuh"
 
 namespace fwa {
 
 constexpr int kBmStripMaxNpad = 256;   // bm strip kept in smem up to this padded N
 
-template <int kHeadDim> struct FwdSmem {
+template <int kHeadDim> struct FwdConfig {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
-    // q, k, v: 2 stages each; key inverse norms: 2 stages of 64 floats; then the bm strip.
-    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + 2 * kTileN * sizeof(float);
+    // Pipeline depth: how many (window, key tile) items are in flight. Each stage holds q, k, v
+    // tiles and the key inverse norms; the bm strip follows the stages.
+    static constexpr int kStages = kHeadDim <= 64 ? 3 : 2;
+    static constexpr int kMinBlocks = kHeadDim <= 64 ? 3 : 2;
+    static constexpr size_t kFixedBytes =
+        size_t(kStages) * (size_t(3) * kTile * 2 + kTileN * sizeof(float));
     static size_t bytes(int Npad, bool strip) {
         return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
     }
 };
 
 template <typename Element, int kHeadDim>
-__global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(kNumThreads, FwdConfig<kHeadDim>::kMinBlocks)
+window_attn_fwd_kernel(const FwdParams p) {
     using Tr = ElementTraits<Element>;
     using Shape = TileShape<kHeadDim>;
     constexpr int kTile = Shape::kElems;
@@ -34,12 +40,14 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdP
     constexpr int kDT = kHeadDim / 8;     // n8 tiles of O
     constexpr int kKS = kHeadDim / 16;    // k16 steps of q kᵀ
 
+    constexpr int kStages = FwdConfig<kHeadDim>::kStages;
+
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Element* sQ = reinterpret_cast<Element*>(smem_raw);
-    Element* sK = sQ + 2 * kTile;
-    Element* sV = sK + 2 * kTile;
-    float* sKinv = reinterpret_cast<float*>(sV + 2 * kTile);
-    float* sBm = sKinv + 2 * kTileN;
+    Element* sK = sQ + kStages * kTile;
+    Element* sV = sK + kStages * kTile;
+    float* sKinv = reinterpret_cast<float*>(sV + kStages * kTile);
+    float* sBm = sKinv + kStages * kTileN;
     const int bm_pitch = p.Npad + 8;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -73,9 +81,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdP
     auto issue_loads = [&](int item) {
         const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
         const int64_t b = window_of(ti);
-        const int stage = item & 1;
+        const int stage = item % kStages;
         if (j == 0)
-            load_tile_async<Element, kHeadDim>(sQ + (ti & 1) * kTile, q_base + b * p.q.batch_stride,
+            load_tile_async<Element, kHeadDim>(sQ + stage * kTile, q_base + b * p.q.batch_stride,
                                                p.q.row_stride, row0, N, d, tid);
         load_tile_async<Element, kHeadDim>(sK + stage * kTile, k_base + b * p.k.batch_stride,
                                            p.k.row_stride, j * kTileN, N, d, tid);
@@ -92,21 +100,25 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdP
                         bm_slice + int64_t(row0 + r) * p.Npad + cc * 4, 16);
         }
     }
-    issue_loads(0);
-    cp_async_commit();
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+        if (st < n_items) issue_loads(st);
+        cp_async_commit();
+    }
 
     float o_acc[kDT][4];
     float row_max[2], row_sum[2], row_factor[2];
+    const Element* tQ = sQ;   // q tile of the current window (its first item's stage)
 
     for (int item = 0; item < n_items; ++item) {
-        cp_async_wait<0>();
+        cp_async_wait<kStages - 2>();
         __syncthreads();
-        if (item + 1 < n_items) issue_loads(item + 1);
+        if (item + kStages - 1 < n_items) issue_loads(item + kStages - 1);
         cp_async_commit();
 
         const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
-        const int stage = item & 1;
-        const Element* tQ = sQ + (ti & 1) * kTile;
+        const int stage = item % kStages;
+        if (j == 0) tQ = sQ + stage * kTile;
         const Element* tK = sK + stage * kTile;
         const Element* tV = sV + stage * kTile;
         float* kinv = sKinv + stage * kTileN;
@@ -222,40 +234,52 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_fwd_kernel(const FwdP
             const int64_t b = window_of(ti);
             Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride +
                            h * p.out.head_stride;
+            // This warp's 16 rows of the current stage's q buffer are free (the window's q
+            // fragments were read at its first item, and only that item loads q into a stage):
+            // stage O there, then write whole 16-byte row chunks.
+            Element* sOut = sQ + stage * kTile + warp * 16 * Shape::kPitch;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                const int row = row0 + warp * 16 + g + 8 * r;
+                const int lrow = g + 8 * r;
+                const int row = row0 + warp * 16 + lrow;
                 const float l = quad_sum(row_sum[r]);
                 // l == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
                 const float inv = l == 0.f ? 0.f : 1.f / l;
-                if (row < N) {
-                    if (t4 == 0)
-                        p.lse[(b * p.H + h) * N + row] =
-                            l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+                if (row < N && t4 == 0)
+                    p.lse[(b * p.H + h) * N + row] =
+                        l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
 #pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const int col = i * 8 + 2 * t4;
-                        if (col < d)
-                            *reinterpret_cast<uint32_t*>(out + row * p.out.row_stride + col) =
-                                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
-                    }
-                }
+                for (int i = 0; i < kDT; ++i)
+                    *reinterpret_cast<uint32_t*>(sOut + lrow * Shape::kPitch + i * 8 + 2 * t4) =
+                        Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int c = lane; c < 16 * Shape::kChunksPerRow; c += 32) {
+                const int lrow = c / Shape::kChunksPerRow, col = (c % Shape::kChunksPerRow) * 8;
+                const int row = row0 + warp * 16 + lrow;
+                if (row < N && col < d)
+                    *reinterpret_cast<uint4*>(out + row * p.out.row_stride + col) =
+                        *reinterpret_cast<const uint4*>(sOut + lrow * Shape::kPitch + col);
             }
         }
     }
 }
 
 template <typename Element, int kHeadDim>
-cudaError_t launch_fwd(const FwdParams& p, cudaStream_t stream) {
-    const bool strip = p.bm != nullptr && p.Npad <= kBmStripMaxNpad;
-    const size_t smem = FwdSmem<kHeadDim>::bytes(p.Npad, strip);
-    auto kernel = window_attn_fwd_kernel<Element, kHeadDim>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem));
+cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
+    const bool strip = params.bm != nullptr && params.Npad <= kBmStripMaxNpad;
+    const size_t smem = FwdConfig<kHeadDim>::bytes(params.Npad, strip);
+    int ctas_per_sm = 0;
+    cudaError_t err =
+        prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas_per_sm);
     if (err != cudaSuccess) return err;
+    // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
+    FwdParams p = params;
+    window_attn_plan_chunks(p, num_sms(), ctas_per_sm, /*waves=*/1);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    kernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    window_attn_fwd_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
     return cudaGetLastError();
 }
 

@@ -73,8 +73,17 @@ cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s);
 bool window_attn_bwd_uses_small_path(const FwdParams& p);
 int window_attn_head_dim_bucket(int d);
 
-// Chooses chunk / n_chunks for a grid of about `target_ctas` CTAs.
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm_hint);
+// Sets num_m_blocks, chunk and n_chunks so that the grid is about `waves` full waves of CTAs
+// (num_sms * ctas_per_sm each), every chunk non-empty.
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves);
+// Plans the backward's chunking (which sizes the dbias / dalpha partial buffers) from the
+// occupancy of the kernel that writes the partials.
+void window_attn_plan_bwd(Dtype dt, FwdParams& p);
+// CTAs per SM of the kernel that writes the partials: the small-path kernel, or the tiled path's
+// query-side kernel (whose shared memory depends on Npad).
+template <typename Element, int kHeadDim> int bwd_small_ctas_per_sm();
+template <typename Element, int kHeadDim> int bwd_q_ctas_per_sm(const FwdParams& p);
+int num_sms_current_device();
 
 // Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
 // (nW,N,N strided); either may be null. Output layout as described above, written densely as

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernel_utils.cuh"
+#include "launch_utils.h"
 #include "window_attn.h"
 
 namespace fwa {
@@ -13,7 +14,7 @@ int window_attn_head_dim_bucket(int d) { return d <= 32 ? 32 : (d <= 64 ? 64 : 1
 
 bool window_attn_bwd_uses_small_path(const FwdParams& p) { return p.N <= kTileN; }
 
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm_hint) {
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
     p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
     const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
     if (nB == 0) {
@@ -22,12 +23,14 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm_hint) {
         return;
     }
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
-    const int64_t target = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm_hint, 1) * 2;
-    int64_t n_chunks = std::min<int64_t>(std::max<int64_t>((target + base - 1) / base, 1), nB);
+    const int64_t target = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1) * std::max(waves, 1);
+    const int64_t n_chunks = std::min<int64_t>(std::max<int64_t>(target / base, 1), nB);
     const int64_t chunk = (nB + n_chunks - 1) / n_chunks;
     p.chunk = static_cast<int>(chunk);
     p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
 }
+
+int num_sms_current_device() { return num_sms(); }
 
 #define FWA_HEADDIM_SWITCH(D, ...)                                  \
     [&] {                                                           \
@@ -43,6 +46,17 @@ cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
         return dt == Dtype::kFloat16 ? run_fwd<__half, kHeadDim>(p, s)
                                      : run_fwd<__nv_bfloat16, kHeadDim>(p, s);
     });
+}
+
+void window_attn_plan_bwd(Dtype dt, FwdParams& p) {
+    const bool small = window_attn_bwd_uses_small_path(p);
+    const int ctas = FWA_HEADDIM_SWITCH(p.d, [&] {
+        if (dt == Dtype::kFloat16)
+            return small ? bwd_small_ctas_per_sm<__half, kHeadDim>() : bwd_q_ctas_per_sm<__half, kHeadDim>(p);
+        return small ? bwd_small_ctas_per_sm<__nv_bfloat16, kHeadDim>()
+                     : bwd_q_ctas_per_sm<__nv_bfloat16, kHeadDim>(p);
+    });
+    window_attn_plan_chunks(p, num_sms(), ctas, /*waves=*/1);
 }
 
 cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s) {

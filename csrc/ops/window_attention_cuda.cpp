@@ -13,8 +13,6 @@
 namespace flash_window_attn {
 namespace {
 
-constexpr int kCtasPerSmHint = 4;
-
 void check_cuda(cudaError_t err, const char* what) {
     TORCH_CHECK(err == cudaSuccess, "window_attention: ", what, " failed: ", cudaGetErrorString(err));
 }
@@ -87,8 +85,6 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         r.logit_scale = logit_scale_as_h(*logit_scale, s.H).to(at::kFloat).contiguous();
         p.logit_scale = r.logit_scale.data_ptr<float>();
     }
-    const int num_sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    fwa::window_attn_plan_chunks(p, num_sms, kCtasPerSmHint);
     return r;
 }
 
@@ -137,6 +133,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
 
     Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
     fwa::BwdParams& p = prep.p;
+    // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
+    fwa::window_attn_plan_bwd(kernel_dtype(q), p);
     at::Tensor dbias_partial, dalpha_partial, dsum, q_inv, k_inv;
     int n_dbias_partials = 0, n_dalpha_partials = 0;
     if (s.B > 0) {

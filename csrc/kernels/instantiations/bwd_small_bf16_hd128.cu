@@ -6,4 +6,10 @@ template <>
 cudaError_t run_bwd_small<__nv_bfloat16, 128>(const BwdParams& p, cudaStream_t s) {
     return launch_bwd_small<__nv_bfloat16, 128>(p, s);
 }
+template <>
+int bwd_small_ctas_per_sm<__nv_bfloat16, 128>() {
+    int ctas = 1;
+    launch_bwd_small<__nv_bfloat16, 128>(BwdParams{}, nullptr, &ctas);
+    return ctas;
+}
 }  // namespace fwa

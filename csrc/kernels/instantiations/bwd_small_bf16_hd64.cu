@@ -6,4 +6,10 @@ template <>
 cudaError_t run_bwd_small<__nv_bfloat16, 64>(const BwdParams& p, cudaStream_t s) {
     return launch_bwd_small<__nv_bfloat16, 64>(p, s);
 }
+template <>
+int bwd_small_ctas_per_sm<__nv_bfloat16, 64>() {
+    int ctas = 1;
+    launch_bwd_small<__nv_bfloat16, 64>(BwdParams{}, nullptr, &ctas);
+    return ctas;
+}
 }  // namespace fwa

@@ -6,4 +6,12 @@ template <>
 cudaError_t run_bwd_tiled<__nv_bfloat16, 32>(const BwdParams& p, cudaStream_t s) {
     return launch_bwd_tiled<__nv_bfloat16, 32>(p, s);
 }
+template <>
+int bwd_q_ctas_per_sm<__nv_bfloat16, 32>(const FwdParams& p) {
+    BwdParams plan;
+    static_cast<FwdParams&>(plan) = p;
+    int ctas = 1;
+    launch_bwd_tiled<__nv_bfloat16, 32>(plan, nullptr, &ctas, /*assume_strip=*/true);
+    return ctas;
+}
 }  // namespace fwa

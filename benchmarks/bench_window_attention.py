@@ -1,0 +1,593 @@
+#!/usr/bin/env python
+"""Benchmark of flash_window_attn.window_attention against its peers (issue 2, "Benchmark and speed bar").
+
+For each config (B_, H, N, d) and dtype it measures, for our op and four peers,
+  - forward median time (no grad) and forward+backward median time (all gradients: q, k, v, bias,
+    logit_scale), CUDA events via triton.testing.do_bench (L2 flushed before every run), after warm-up;
+  - peak extra memory of forward+backward (max_memory_allocated minus the baseline with inputs);
+and the HBM floor: the bytes of q, k, v read and out written, at the device-to-device copy rate
+measured once on this GPU. Peers:
+  eager    the reference formula as timm writes it (flash_window_attn.reference)
+  compile  torch.compile of that function
+  sdpa     F.scaled_dot_product_attention with bias + mask combined into one float attn_mask
+           (normalised q with the logit scale folded in, scale=1); windows b share mask[b % nW],
+           so (B_, H) is viewed as (B_ / nW, nW * H) and the (nW * H, N, N) mask broadcasts
+  flex     compiled FlexAttention, normalised q * logit scale folded in, bias and mask added in
+           score_mod from captured tensors (the bias gradient flows through score_mod)
+Before timing, ours is checked against the float64 reference on the full config (output and every
+gradient; the FlashAttention-style rule of flash_window_attn.testing); a wrong row is aborted.
+A peer that fails (OOM, unsupported) is reported as such.
+
+Bars (issue 2, on the H100, every config, both dtypes): forward >= 3x the fastest peer and within
+1.5x the HBM floor for N <= 256; forward+backward >= 3x the fastest peer; peak memory <= SDPA's.
+
+    python benchmarks/bench_window_attention.py [--quick] [--dtypes fp16,bf16] [--configs 0,3|N64]
+        [--impls ours,eager,compile,sdpa,flex] [--out benchmarks/results/<gpu>.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import gc
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import traceback
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Callable, Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+
+from flash_window_attn import window_attention  # noqa: E402
+from flash_window_attn.reference import (  # noqa: E402
+    LN100_F32,
+    reference_float64,
+    reference_outputs_and_grads,
+    swin_shift_mask,
+    window_attention_reference_unguarded,
+)
+from flash_window_attn.testing import (  # noqa: E402
+    compare_to_reference,
+    normalized_error,
+    reduction_magnitudes,
+)
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+PEERS = ["eager", "compile", "sdpa", "flex"]
+IMPLS = ["ours"] + PEERS
+
+
+@dataclass
+class Config:
+    B: int
+    H: int
+    N: int
+    d: int
+    nW: int
+    window: int  # window side (N = window ** 2)
+    version: str  # "v2": cosine + logit_scale; "v1": scale
+
+    @property
+    def name(self) -> str:
+        return f"{self.version} B{self.B} H{self.H} N{self.N} d{self.d}"
+
+    @property
+    def grid(self) -> int:  # feature-map side in tokens with nW windows per image
+        return int(math.isqrt(self.nW)) * self.window
+
+
+# Every config has bias (needs grad) and the shifted-window mask; V2 rows a logit scale (needs grad).
+CONFIGS = [
+    Config(4096, 3, 64, 32, 64, 8, "v2"),
+    Config(512, 4, 256, 32, 16, 16, "v2"),
+    Config(1024, 6, 256, 32, 16, 16, "v2"),
+    Config(512, 4, 144, 32, 16, 12, "v2"),
+    Config(128, 6, 576, 32, 4, 24, "v2"),
+    Config(4096, 3, 49, 32, 64, 7, "v2"),
+    Config(256, 12, 64, 32, 4, 8, "v2"),
+    Config(4096, 3, 49, 32, 64, 7, "v1"),
+    Config(1024, 4, 64, 64, 16, 8, "v2"),
+]
+QUICK_CONFIGS = [0, 1, 7]
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs
+# ------------------------------------------------------------------------------------------------
+
+
+def make_inputs(cfg: Config, dtype: torch.dtype, seed: int = 0) -> Dict[str, Optional[torch.Tensor]]:
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dev = "cuda"
+    shape = (cfg.B, cfg.H, cfg.N, cfg.d)
+    q, k, v = (torch.randn(shape, generator=g, device=dev, dtype=dtype).requires_grad_() for _ in range(3))
+    if cfg.version == "v2":
+        # Swin V2: bias = 16 * sigmoid(cpb_mlp(...)), fp32 parameter path (the AMP case)
+        bias = 16 * torch.sigmoid(torch.randn(cfg.H, cfg.N, cfg.N, generator=g, device=dev))
+        ls = (math.log(10.0) + 0.3 * torch.randn(cfg.H, 1, 1, generator=g, device=dev)).clamp(max=LN100_F32)
+        ls.requires_grad_()
+    else:
+        bias = 0.02 * torch.randn(cfg.H, cfg.N, cfg.N, generator=g, device=dev)
+        ls = None
+    bias.requires_grad_()
+    mask = swin_shift_mask(cfg.grid, cfg.window, cfg.window // 2, device=dev)
+    assert mask.shape[0] == cfg.nW
+    dout = torch.randn(shape, generator=g, device=dev, dtype=dtype)
+    return dict(q=q, k=k, v=v, bias=bias, mask=mask, logit_scale=ls, dout=dout)
+
+
+def grad_leaves(inp) -> List[torch.Tensor]:
+    return [t for t in (inp["q"], inp["k"], inp["v"], inp["bias"], inp["logit_scale"]) if t is not None]
+
+
+GRAD_KEYS = ["dq", "dk", "dv", "dbias", "dlogit_scale"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Implementations: each maps (q, k, v, bias, mask, logit_scale) -> out (B_, H, N, d)
+# ------------------------------------------------------------------------------------------------
+
+
+def impl_ours(q, k, v, bias, mask, logit_scale):
+    return window_attention(q, k, v, bias, mask, logit_scale=logit_scale)
+
+
+def impl_eager(q, k, v, bias, mask, logit_scale):
+    return window_attention_reference_unguarded(q, k, v, bias, mask, logit_scale=logit_scale)
+
+
+def _fold_scale(q, k, logit_scale):
+    """q, k with the attention scale folded into q (the logits are then q' k'^T)."""
+    H, d = q.shape[1], q.shape[-1]
+    if logit_scale is not None:
+        alpha = torch.clamp(logit_scale.reshape(1, H, 1, 1), max=LN100_F32).exp()
+        return (F.normalize(q, dim=-1) * alpha).to(q.dtype), F.normalize(k, dim=-1)
+    return q * d ** -0.5, k
+
+
+def impl_sdpa(q, k, v, bias, mask, logit_scale):
+    B_, H, N, d = q.shape
+    qs, ks = _fold_scale(q, k, logit_scale)
+    nW = mask.shape[0] if mask is not None else 1
+    attn_mask = bias.reshape(1, H, N, N)
+    if mask is not None:
+        attn_mask = attn_mask + mask.reshape(nW, 1, N, N)
+    attn_mask = attn_mask.expand(nW, H, N, N).to(q.dtype).reshape(nW * H, N, N)
+    # windows b and b + nW share mask[b % nW]: (B_, H) -> (B_ / nW, nW * H), the mask broadcasts
+    view = lambda t: t.reshape(B_ // nW, nW * H, N, d)  # noqa: E731
+    out = F.scaled_dot_product_attention(view(qs), view(ks), view(v), attn_mask=attn_mask, scale=1.0)
+    return out.reshape(B_, H, N, d)
+
+
+def _flex_fn(q, k, v, bias, mask, logit_scale, nW: int):
+    from torch.nn.attention.flex_attention import flex_attention
+
+    qs, ks = _fold_scale(q, k, logit_scale)
+    N = q.shape[-2]
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        # FlexAttention evaluates score_mod on whole blocks, padding included (q_idx, kv_idx up to
+        # the next multiple of the block size); clamp so that padded positions read valid memory
+        # (their scores are discarded) instead of NaN garbage past the end of bias / mask.
+        i = torch.clamp(q_idx, max=N - 1)
+        j = torch.clamp(kv_idx, max=N - 1)
+        s = score + bias[h, i, j]
+        if mask is not None:
+            s = s + mask[b % nW, i, j]
+        return s
+
+    return flex_attention(qs, ks, v, score_mod=score_mod, scale=1.0)
+
+
+def build_impls(cfg: Config, names: List[str]) -> Dict[str, Callable]:
+    impls = {}
+    for name in names:
+        if name == "ours":
+            impls[name] = impl_ours
+        elif name == "eager":
+            impls[name] = impl_eager
+        elif name == "compile":
+            impls[name] = torch.compile(impl_eager, dynamic=False)
+        elif name == "sdpa":
+            impls[name] = impl_sdpa
+        elif name == "flex":
+            impls[name] = torch.compile(functools.partial(_flex_fn, nW=cfg.nW), dynamic=False, fullgraph=True)
+        else:
+            raise ValueError(f"unknown implementation {name!r}; choose from {IMPLS}")
+    return impls
+
+
+# ------------------------------------------------------------------------------------------------
+# Measurement
+# ------------------------------------------------------------------------------------------------
+
+
+def bench_ms(fn: Callable, quick: bool) -> float:
+    """Median time of fn in ms (CUDA events, L2 flushed before each run, after warm-up)."""
+    warmup, rep = (10, 40) if quick else (25, 200)
+    try:
+        from triton.testing import do_bench
+
+        return float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+    except ImportError:
+        pass
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    n = 20 if quick else 100
+    for _ in range(n):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def peak_extra_mb(fn: Callable) -> float:
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del result
+    return peak / 2**20
+
+
+def copy_rate_bytes_per_ms(quick: bool) -> float:
+    """Device-to-device copy rate: (bytes read + bytes written) / time of a 1 GiB copy."""
+    nbytes = 1 << 30
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    src.fill_(1)
+    ms = bench_ms(lambda: dst.copy_(src), quick)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * nbytes / ms
+
+
+def _chunk_windows(cfg: Config) -> int:
+    per_window = cfg.H * cfg.N * cfg.N * 8  # one float64 attention matrix
+    chunk = max(1, (256 << 20) // per_window)
+    return max(cfg.nW, chunk // cfg.nW * cfg.nW)
+
+
+def check_ours(cfg: Config, dtype: torch.dtype, inp) -> Dict[str, object]:
+    """Ours vs the float64 reference over the full config (reference in chunks of windows)."""
+    args = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"])
+    kw = dict(logit_scale=inp["logit_scale"])
+    leaves = grad_leaves(inp)
+    out = impl_ours(*args, **kw)
+    grads = torch.autograd.grad(out, leaves, inp["dout"])
+    ours = {"out": out.detach()}
+    ours.update(zip([k for k in GRAD_KEYS if k != "dlogit_scale" or inp["logit_scale"] is not None], grads))
+    del out, grads
+    chunk = _chunk_windows(cfg)
+    ref64 = reference_float64(*args, **kw, dout=inp["dout"], chunk_windows=chunk)
+    reflp = reference_outputs_and_grads(*args, **kw, dout=inp["dout"], chunk_windows=chunk)
+    mags: Dict[str, torch.Tensor] = {}
+    for start in range(0, cfg.B, chunk):
+        sl = slice(start, start + chunk)
+        m = reduction_magnitudes(inp["q"][sl], inp["k"][sl], inp["v"][sl], inp["bias"], inp["mask"],
+                                 logit_scale=inp["logit_scale"], dout=inp["dout"][sl])
+        for key, val in m.items():
+            mags[key] = mags[key] + val if key in mags else val
+    ok, lines = compare_to_reference(ours, ref64, reflp, dtype, magnitudes=mags)
+    result = {"ok": ok, "report": lines, "ref64_out": ref64["out"], "eager_out_err": normalized_error(reflp["out"], ref64["out"])}
+    del ours, reflp, mags
+    return result
+
+
+def describe_error(exc: BaseException) -> str:
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "OOM"
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"error: {type(exc).__name__}: {msg[:200]}"
+
+
+def measure_impl(name: str, fn: Callable, inp, cfg: Config, dtype, quick: bool, ref64_out, eager_err) -> Dict:
+    res: Dict[str, object] = {"status": "ok"}
+    args = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
+    leaves = grad_leaves(inp)
+    dout = inp["dout"]
+
+    def fwd():
+        with torch.no_grad():
+            return fn(*args)
+
+    def fwd_bwd():
+        out = fn(*args)
+        return torch.autograd.grad(out, leaves, dout)
+
+    try:
+        for _ in range(3):  # compile / autotune / allocator warm-up outside the timed region
+            out = fwd()
+            fwd_bwd()
+        torch.cuda.synchronize()
+        # every implementation must compute the same function. Loose: peers round differently
+        # (SDPA needs the bias + mask in q's dtype), only a different result is caught here.
+        err = normalized_error(out, ref64_out)
+        res["fwd_err_vs_fp64"] = err
+        if not err <= max(10 * eager_err, 5e-2):
+            res["status"] = f"wrong result (fwd err {err:.2e} vs eager {eager_err:.2e})"
+        del out
+        res["fwd_ms"] = bench_ms(fwd, quick)
+        res["fwdbwd_ms"] = bench_ms(fwd_bwd, quick)
+        res["peak_mb"] = peak_extra_mb(fwd_bwd)
+    except Exception as exc:  # noqa: BLE001 (a failing peer is a result, not a crash)
+        res["status"] = describe_error(exc)
+        if not isinstance(exc, torch.cuda.OutOfMemoryError):
+            res["traceback"] = traceback.format_exc(limit=4)
+    finally:
+        gc.collect()
+        torch.cuda.empty_cache()
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------------
+
+
+def fmt(x, spec=".3f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def evaluate_bars(row: Dict) -> Dict:
+    impls = row["impls"]
+    ours = impls.get("ours", {})
+    ok = lambda r: r.get("status") == "ok"  # noqa: E731
+    peers = {n: r for n, r in impls.items() if n != "ours" and ok(r)}
+    bars: Dict[str, object] = {}
+    if not ok(ours) or not peers:
+        return bars
+    best_fwd = min(peers.items(), key=lambda kv: kv[1]["fwd_ms"])
+    best_fb = min(peers.items(), key=lambda kv: kv[1]["fwdbwd_ms"])
+    bars["fastest_peer_fwd"] = best_fwd[0]
+    bars["fastest_peer_fwdbwd"] = best_fb[0]
+    bars["speedup_fwd"] = best_fwd[1]["fwd_ms"] / ours["fwd_ms"]
+    bars["speedup_fwdbwd"] = best_fb[1]["fwdbwd_ms"] / ours["fwdbwd_ms"]
+    bars["fwd_3x"] = bars["speedup_fwd"] >= 3.0
+    bars["fwdbwd_3x"] = bars["speedup_fwdbwd"] >= 3.0
+    bars["fwd_over_hbm_floor"] = ours["fwd_ms"] / row["hbm_floor_ms"]
+    bars["hbm_floor_fraction"] = row["hbm_floor_ms"] / ours["fwd_ms"]
+    bars["fwd_within_1p5x_floor"] = bars["fwd_over_hbm_floor"] <= 1.5 if row["N"] <= 256 else None
+    sdpa = impls.get("sdpa")
+    bars["peak_le_sdpa"] = ours["peak_mb"] <= sdpa["peak_mb"] if sdpa and ok(sdpa) else None
+    checks = [bars["fwd_3x"], bars["fwdbwd_3x"], bars["fwd_within_1p5x_floor"], bars["peak_le_sdpa"]]
+    bars["all_pass"] = all(c for c in checks if c is not None)
+    return bars
+
+
+def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
+    def cell(r, key, spec):
+        if r is None:
+            return "-"
+        if r.get("status") != "ok" and key in ("fwd_ms", "fwdbwd_ms", "peak_mb") and r.get(key) is None:
+            s = r.get("status", "")
+            return "OOM" if s == "OOM" else ("FAIL" if s.startswith("error") else "?")
+        v = r.get(key)
+        return fmt(v, spec) + ("!" if r.get("status", "ok") != "ok" else "")
+
+    print("\nTimes: median ms (forward | forward+backward), peak extra MiB of forward+backward "
+          "('!' = result mismatch, FAIL/OOM = peer failed)")
+    head = f"{'config':<24} {'dtype':<5} " + " ".join(f"{n:>22}" for n in impl_names)
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        line = f"{row['name']:<24} {row['dtype']:<5} "
+        if row.get("aborted"):
+            print(line + f"ABORTED: {row['aborted']}")
+            continue
+        cells = []
+        for n in impl_names:
+            r = row["impls"].get(n)
+            cells.append(f"{cell(r, 'fwd_ms', '.3f'):>7}|{cell(r, 'fwdbwd_ms', '.3f'):>7}|{cell(r, 'peak_mb', '.0f'):>6}")
+        print(line + " ".join(f"{c:>22}" for c in cells))
+
+    print("\nBars: speed-up over the fastest peer (>= 3x), forward vs HBM floor (<= 1.5x for N <= 256), "
+          "peak memory vs SDPA")
+    head = (f"{'config':<24} {'dtype':<5} {'fwd x':>7} {'peer':>8} {'f+b x':>7} {'peer':>8} "
+            f"{'floor ms':>9} {'ours/floor':>10} {'mem<=sdpa':>9} {'pass':>5}")
+    print(head)
+    print("-" * len(head))
+    yn = lambda b: "-" if b is None else ("yes" if b else "NO")  # noqa: E731
+    for row in rows:
+        b = row.get("bars") or {}
+        if row.get("aborted") or not b:
+            why = row.get("aborted") or row["impls"].get("ours", {}).get("status", "no result")
+            print(f"{row['name']:<24} {row['dtype']:<5} {'n/a: ' + str(why)[:80]}")
+            continue
+        print(f"{row['name']:<24} {row['dtype']:<5} {b['speedup_fwd']:>6.2f}x {b['fastest_peer_fwd']:>8} "
+              f"{b['speedup_fwdbwd']:>6.2f}x {b['fastest_peer_fwdbwd']:>8} {row['hbm_floor_ms']:>9.4f} "
+              f"{b['fwd_over_hbm_floor']:>9.2f}x {yn(b['peak_le_sdpa']):>9} {yn(b['all_pass']):>5}")
+
+
+def plot(rows: List[Dict], path: str, device_name: str) -> Optional[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn("matplotlib is not installed: no plot written (pip install matplotlib)")
+        return None
+    rows = [r for r in rows if r.get("bars")]
+    if not rows:
+        return None
+    labels = [f"{r['name']}\n{r['dtype']}" for r in rows]
+    fwd = [r["bars"]["speedup_fwd"] for r in rows]
+    fb = [r["bars"]["speedup_fwdbwd"] for r in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(rows)), 5))
+    w = 0.4
+    ax.bar([i - w / 2 for i in x], fwd, w, label="forward")
+    ax.bar([i + w / 2 for i in x], fb, w, label="forward + backward")
+    ax.axhline(3.0, color="red", linestyle="--", linewidth=1, label="bar: 3x")
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("speed-up over the fastest peer")
+    ax.set_title(f"flash_window_attn vs eager / torch.compile / SDPA / FlexAttention ({device_name})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def select_configs(spec: Optional[str], quick: bool) -> List[Config]:
+    if not spec:
+        return [CONFIGS[i] for i in QUICK_CONFIGS] if quick else list(CONFIGS)
+    chosen = []
+    for tok in spec.split(","):
+        tok = tok.strip()
+        if tok.isdigit():
+            chosen.append(CONFIGS[int(tok)])
+        else:
+            hits = [c for c in CONFIGS if tok.lower() in c.name.lower().replace(" ", "")
+                    or tok.lower() in c.name.lower()]
+            if not hits:
+                raise SystemExit(f"--configs: no config matches {tok!r}; configs: "
+                                 + "; ".join(f"{i}: {c.name}" for i, c in enumerate(CONFIGS)))
+            chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"configs {QUICK_CONFIGS} and shorter timing")
+    parser.add_argument("--dtypes", default="fp16,bf16", help="comma list of fp16, bf16")
+    parser.add_argument("--configs", default=None,
+                        help="comma list of config indices or name substrings (e.g. 0,3 or N64,v1); "
+                             + "; ".join(f"{i}: {c.name}" for i, c in enumerate(CONFIGS)))
+    parser.add_argument("--impls", default=",".join(IMPLS), help="comma list of " + ",".join(IMPLS))
+    parser.add_argument("--out", default=None, help="JSON path (PNG next to it); default "
+                        "benchmarks/results/<gpu-name>.json")
+    args = parser.parse_args(argv)
+
+    if not torch.cuda.is_available():
+        print("bench_window_attention: needs a CUDA GPU (for a CPU run: python -m flash_window_attn.demo)")
+        return 2
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    for d in dtypes:
+        if d not in DTYPES:
+            raise SystemExit(f"--dtypes: unknown dtype {d!r}; choose from {list(DTYPES)}")
+    impl_names = [n.strip() for n in args.impls.split(",") if n.strip()]
+    for n in impl_names:
+        if n not in IMPLS:
+            raise SystemExit(f"--impls: unknown implementation {n!r}; choose from {IMPLS}")
+    configs = select_configs(args.configs, args.quick)
+
+    device_name = torch.cuda.get_device_name()
+    out_json = args.out or os.path.join(HERE, "results", f"{slug(device_name)}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    rate = copy_rate_bytes_per_ms(args.quick)
+    print(f"flash_window_attn benchmark  device {device_name}  torch {torch.__version__}  "
+          f"CUDA {torch.version.cuda}")
+    print(f"device-to-device copy rate: {rate * 1e3 / 1e9:.0f} GB/s (bytes read + written per second)")
+
+    rows: List[Dict] = []
+    for cfg in configs:
+        for dname in dtypes:
+            dtype = DTYPES[dname]
+            torch._dynamo.reset()
+            row: Dict[str, object] = {"name": cfg.name, "dtype": dname, **asdict(cfg), "impls": {}}
+            elem = torch.empty((), dtype=dtype).element_size()
+            io_bytes = 4 * cfg.B * cfg.H * cfg.N * cfg.d * elem
+            row["hbm_bytes"] = io_bytes
+            row["hbm_floor_ms"] = io_bytes / rate
+            print(f"\n[{cfg.name} {dname}] nW={cfg.nW}, HBM floor {row['hbm_floor_ms']:.4f} ms", flush=True)
+            inp = make_inputs(cfg, dtype)
+
+            ref64_out, eager_err = None, None
+            if "ours" in impl_names:
+                try:
+                    chk = check_ours(cfg, dtype, inp)
+                    row["correctness"] = {"ok": chk["ok"], "report": chk["report"]}
+                    ref64_out, eager_err = chk["ref64_out"], chk["eager_out_err"]
+                    print("  correctness vs float64:", "ok" if chk["ok"] else "WRONG")
+                    for line in chk["report"]:
+                        print("   ", line)
+                    if not chk["ok"]:
+                        row["aborted"] = "ours differs from the float64 reference"
+                except Exception as exc:  # noqa: BLE001
+                    row["impls"]["ours"] = {"status": describe_error(exc), "traceback": traceback.format_exc(limit=4)}
+                    print(f"  ours failed: {row['impls']['ours']['status']}")
+                gc.collect()
+                torch.cuda.empty_cache()
+            if ref64_out is None and not row.get("aborted"):  # ours not run: reference for the peers
+                ref_args = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"])
+                ref_kw = dict(logit_scale=inp["logit_scale"], chunk_windows=_chunk_windows(cfg))
+                r64 = reference_float64(*ref_args, **ref_kw)
+                rlp = reference_outputs_and_grads(*ref_args, **ref_kw)
+                ref64_out, eager_err = r64["out"], normalized_error(rlp["out"], r64["out"])
+                del r64, rlp
+            if row.get("aborted"):
+                rows.append(row)
+                continue
+
+            impls = build_impls(cfg, [n for n in impl_names if n not in row["impls"]])
+            for name, fn in impls.items():
+                res = measure_impl(name, fn, inp, cfg, dtype, args.quick, ref64_out, eager_err)
+                row["impls"][name] = res
+                if res.get("fwd_ms") is not None:
+                    print(f"  {name:<8} fwd {res['fwd_ms']:.4f} ms  fwd+bwd {res['fwdbwd_ms']:.4f} ms  "
+                          f"peak {res['peak_mb']:.0f} MiB  {res['status'] if res['status'] != 'ok' else ''}",
+                          flush=True)
+                else:
+                    print(f"  {name:<8} {res['status']}", flush=True)
+            row["bars"] = evaluate_bars(row)
+            rows.append(row)
+            del inp, ref64_out
+            gc.collect()
+            torch.cuda.empty_cache()
+
+    print_tables(rows, impl_names)
+
+    result = {
+        "device": device_name,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([os.path.basename(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
+        "copy_rate_bytes_per_s": rate * 1e3,
+        "timing": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
+        "rows": rows,
+    }
+    with open(out_json, "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    print(f"\nwrote {out_json}")
+    png = plot(rows, os.path.splitext(out_json)[0] + ".png", device_name)
+    if png:
+        print(f"wrote {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

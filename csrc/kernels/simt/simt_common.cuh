@@ -1,0 +1,129 @@
+// Device helpers shared by the SIMT fp32 window-attention kernels (simt_window_attn_fwd.cu,
+// simt_window_attn_bwd.cu). Rounding is spelled out (__fmul_rn / __fadd_rn / fmaf) wherever the
+// same logit is computed by two kernels, so that the forward, the backward row kernel and the
+// backward column kernel see bitwise identical S.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/simt/simt_window_attn.h"
+
+namespace flash_window_attn {
+namespace simt {
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxColsPerLane = 4;  // d <= 128 = 4 * 32: a lane owns columns lane + 32 * cc
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+__device__ __forceinline__ double warp_sum(double x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Copy rows [row0, row0 + nrows) of one (N, d) slice (row stride src_sn, unit column stride) into
+// shared memory with leading dimension ld; rows past N are zero.
+__device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t src_sn, int64_t row0,
+                                          int nrows, int64_t N, int d) {
+  for (int e = threadIdx.x; e < nrows * d; e += kThreads) {
+    const int r = e / d, c = e - r * d;
+    const int64_t row = row0 + r;
+    dst[r * ld + c] = row < N ? src[row * src_sn + c] : 0.f;
+  }
+}
+
+// F.normalize of nrows shared-memory rows in place (norm and division in double, rounded once);
+// norm_out[r] = |x_r| if norm_out is given. One warp per row. Caller synchronises before and after.
+__device__ __forceinline__ void normalize_rows(float* x, int ld, int nrows, int d, float* norm_out) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int r = warp; r < nrows; r += kWarps) {
+    float* row = x + r * ld;
+    double ss = 0;
+    for (int c = lane; c < d; c += 32) ss += double(row[c]) * double(row[c]);
+    ss = warp_sum(ss);
+    const double n = sqrt(ss);
+    const double den = n > double(kNormEpsF) ? n : double(kNormEpsF);
+    for (int c = lane; c < d; c += 32) row[c] = float(double(row[c]) / den);
+    if (norm_out != nullptr && lane == 0) norm_out[r] = float(n);
+  }
+}
+
+// <a, b> over d (a multiple of 8) in fp32, summed in blocks of 8 (fmaf within a block).
+__device__ __forceinline__ float dot_blocked(const float* a, const float* b, int d) {
+  float acc = 0.f;
+  for (int c0 = 0; c0 < d; c0 += 8) {
+    float part = __fmul_rn(a[c0], b[c0]);
+#pragma unroll
+    for (int c = 1; c < 8; ++c) part = fmaf(a[c0 + c], b[c0 + c], part);
+    acc = __fadd_rn(acc, part);
+  }
+  return acc;
+}
+
+// S_ij from the raw dot x = <q_i, k_j> (q^, k^ for V2): mult * x + bias[h,i,j] + mask[w,i,j].
+__device__ __forceinline__ float finish_logit(float x, float mult, const SimtInputs& in, int64_t h, int64_t w,
+                                              int64_t i, int64_t j) {
+  float s = __fmul_rn(x, mult);
+  if (in.bias != nullptr) s = __fadd_rn(s, in.bias[(h * in.N + i) * in.N + j]);
+  if (in.mask != nullptr) s = __fadd_rn(s, in.mask[(w * in.N + i) * in.N + j]);
+  return s;
+}
+
+// scale (V1) or alpha = exp(min(logit_scale[h], float32(ln 100))) (V2).
+__device__ __forceinline__ float logit_multiplier(const SimtInputs& in, int64_t h) {
+  return in.logit_scale != nullptr ? expf(fminf(in.logit_scale[h], kLogitScaleMaxF)) : in.scale;
+}
+
+// F.normalize's backward for one row held by one warp: g (d(loss)/dx^ on entry, the lane's
+// columns lane + 32 * cc) becomes d(loss)/dx. xhat is the row of x^ in shared memory.
+__device__ __forceinline__ void normalize_backward_warp_row(float (&g)[kMaxColsPerLane], const float* xhat,
+                                                            float norm, int d) {
+  const int lane = threadIdx.x & 31;
+  double proj = 0;
+#pragma unroll
+  for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
+    const int c = lane + 32 * cc;
+    if (c < d) proj += double(xhat[c]) * double(g[cc]);
+  }
+  proj = warp_sum(proj);
+  const bool through = norm >= kNormEpsF;  // clamp_min(norm, eps) passes the gradient where norm >= eps
+#pragma unroll
+  for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
+    const int c = lane + 32 * cc;
+    if (c < d) {
+      g[cc] = through ? float((double(g[cc]) - double(xhat[c]) * proj) / double(norm)) : g[cc] / kNormEpsF;
+    }
+  }
+}
+
+// Grid size for grid-stride loops over `tiles` independent tiles.
+inline unsigned int grid_for(int64_t tiles) {
+  constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+  return static_cast<unsigned int>(tiles < kMaxBlocks ? (tiles > 0 ? tiles : 1) : kMaxBlocks);
+}
+
+// Opt in to more than 48 KiB of dynamic shared memory when needed; errors if the device can't.
+template <typename Kernel>
+cudaError_t prepare_smem(Kernel kernel, size_t bytes) {
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  int optin = 0;
+  err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (err != cudaSuccess) return err;
+  if (bytes > static_cast<size_t>(optin)) return cudaErrorInvalidConfiguration;
+  if (bytes > 48 * 1024) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  }
+  return cudaSuccess;
+}
+
+}  // namespace simt
+}  // namespace flash_window_attn

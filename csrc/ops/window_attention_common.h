@@ -1,0 +1,54 @@
+// Shared ATen-side pieces of the window_attention ops: argument checks (one implementation used
+// by every backend, so CPU and CUDA raise the same errors), output allocation in the contract's
+// layouts, and the finishing of the dbias / dlogit_scale reductions. See csrc/README.md.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+namespace flash_window_attn {
+
+struct WindowAttnSizes { int64_t B, H, N, d, nW; bool has_bias, has_mask, cosine; };  // nW = 1 when no mask
+
+WindowAttnSizes check_fwd_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale);
+WindowAttnSizes check_bwd_args(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale);
+at::Tensor bias_as_hnn(const at::Tensor& bias, int64_t H, int64_t N);      // view (1,H,N,N)->(H,N,N)
+at::Tensor logit_scale_as_h(const at::Tensor& logit_scale, int64_t H);      // view any H-element shape -> (H,)
+at::Tensor make_out(const at::Tensor& q);   // empty (B_,N,H,d) then transpose(1,2): shape (B_,H,N,d), q's dtype
+at::Tensor make_lse(const at::Tensor& q);   // empty (B_,H,N) fp32
+// dbias / dlogit_scale finishing: fp32 accumulators -> caller-visible shape and dtype
+at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias, const at::Tensor& q);
+at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at::Tensor>& logit_scale, const at::Tensor& q);
+constexpr int64_t kMaxN = 1024, kMinHeadDim = 16, kMaxHeadDim = 128;
+
+// float32(ln 100): the clamp bound of logit_scale (V2). Values <= it get a gradient, values above
+// it are clamped (torch.clamp(max=...) semantics).
+constexpr float kLogitScaleMax = 4.60517018598809136804f;
+
+// CPU implementations registered in window_attention.cpp (they run check_*_args themselves).
+std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
+    const at::Tensor& v, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale);
+
+#ifndef FWA_CPU_ONLY
+// CUDA path for float32 inputs (SIMT fp32 FMA kernels in csrc/kernels/simt/, no tf32). The caller
+// has run check_*_args; `s` is what it returned.
+std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda_fp32(const at::Tensor& dout,
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s);
+#endif  // FWA_CPU_ONLY
+
+}  // namespace flash_window_attn

@@ -1,0 +1,168 @@
+"""Fake kernels, autograd and the public function for the flash_window_attn ops.
+
+The two ops (schemas, math, output layouts: ``csrc/README.md``) are defined and implemented in
+C++ (``flash_window_attn._C``). Here we add what ``torch.compile`` and autograd need:
+
+- fake (meta) kernels that give exactly the real outputs' shapes, dtypes and strides, symbolic
+  shapes included;
+- ``register_autograd`` for the forward op, whose backward is the second op;
+- :func:`window_attention`, the public entry point.
+
+All argument validation lives in the C++ op (one place, same messages on every device); Python
+only checks what never reaches it (argument types, ``scale`` together with ``logit_scale``, a mask
+that asks for a gradient).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+__all__ = ["window_attention"]
+
+_fwd_op = torch.ops.flash_window_attn.window_attention_fwd.default
+_bwd_op = torch.ops.flash_window_attn.window_attention_bwd.default
+
+
+# ---------------------------------------------------------------------------------------------
+# Fake kernels (shapes, dtypes and strides of the real outputs, for FakeTensor / torch.compile)
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_fwd")
+def _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale):
+    B_, H, N, d = q.shape
+    # out is laid out as (B_, N, H, d): strides (N*H*d, d, H*d, 1).
+    out = q.new_empty((B_, N, H, d)).transpose(1, 2)
+    lse = q.new_empty((B_, H, N), dtype=torch.float32)
+    return out, lse
+
+
+def _grad_like(t: Optional[Tensor], q: Tensor) -> Tensor:
+    if t is None:
+        return q.new_empty((0,), dtype=torch.float32)
+    return t.new_empty(t.shape, dtype=t.dtype, device=q.device)  # contiguous
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_bwd")
+def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale):
+    dq = torch.empty_like(q)
+    dk = torch.empty_like(k)
+    dv = torch.empty_like(v)
+    return dq, dk, dv, _grad_like(bias, q), _grad_like(logit_scale, q)
+
+
+# ---------------------------------------------------------------------------------------------
+# Autograd: the backward of window_attention_fwd is window_attention_bwd
+# ---------------------------------------------------------------------------------------------
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, bias, mask, logit_scale, scale = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, bias, mask, logit_scale)
+    ctx.scale = scale
+
+
+def _backward(ctx, grad_out, grad_lse):
+    # grad_lse is ignored: lse is an auxiliary output (the softmax statistics) for the backward.
+    q, k, v, out, lse, bias, mask, logit_scale = ctx.saved_tensors
+    if grad_out.stride(-1) != 1:
+        # e.g. the expanded (all-zero-stride) gradient of out.sum(); the op needs unit last stride.
+        # (Not .contiguous(): an empty expanded tensor counts as contiguous and keeps stride 0.)
+        grad_out = torch.empty_like(grad_out, memory_format=torch.contiguous_format).copy_(grad_out)
+    dq, dk, dv, dbias, dlogit_scale = _bwd_op(
+        grad_out, q, k, v, out, lse, bias, mask, logit_scale, ctx.scale
+    )
+    needs = ctx.needs_input_grad
+    return (
+        dq if needs[0] else None,
+        dk if needs[1] else None,
+        dv if needs[2] else None,
+        dbias if bias is not None and needs[3] else None,
+        None,  # mask: never differentiable
+        dlogit_scale if logit_scale is not None and needs[5] else None,
+        None,  # scale
+    )
+
+
+torch.library.register_autograd(
+    "flash_window_attn::window_attention_fwd", _backward, setup_context=_setup_context
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public function
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_tensor(name: str, t, optional: bool) -> None:
+    if t is None and optional:
+        return
+    if not isinstance(t, Tensor):
+        expected = "a torch.Tensor or None" if optional else "a torch.Tensor"
+        raise TypeError(f"window_attention: {name} must be {expected}, got {type(t).__name__}")
+
+
+def window_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: Optional[Tensor] = None,
+    mask: Optional[Tensor] = None,
+    *,
+    scale: Optional[float] = None,
+    logit_scale: Optional[Tensor] = None,
+) -> Tensor:
+    """Fused Swin window attention: ``softmax(S + bias[h] + mask[b % nW]) @ v`` per window b, head h.
+
+    Args:
+        q, k, v: (B_, H, N, d), fp16 / bf16 / fp32 (CPU also fp64), same dtype and device, any
+            strides with ``stride(-1) == 1`` (packed-qkv views run without a copy).
+            1 <= N <= 1024; d a multiple of 8 in [16, 128].
+        bias: optional (H, N, N) or (1, H, N, N), any floating dtype; receives a gradient (in its
+            dtype, summed over all windows) when it requires grad.
+        mask: optional (nW, N, N), any floating dtype, window b uses ``mask[b % nW]``;
+            ``B_ % nW == 0``. Values are added as given (Swin's 0 / -100 shift mask works as is);
+            only -inf excludes a key; a row whose logits are all -inf gives 0. No gradient.
+        scale: V1 logit scale, ``S = scale * q @ k^T``; default ``d ** -0.5``.
+        logit_scale: optional H-element tensor ((H,), (H, 1, 1) or (1, H, 1, 1)), selects Swin V2
+            cosine attention: ``S = normalize(q) @ normalize(k)^T * exp(min(logit_scale[h], ln 100))``.
+            Its gradient follows ``torch.clamp(max=ln 100)``. Cannot be combined with ``scale``.
+
+    Returns:
+        out: (B_, H, N, d) in q's dtype, laid out in memory as (B_, N, H, d), so
+        ``out.transpose(1, 2).reshape(B_, N, H * d)`` is free.
+    """
+    _check_tensor("q", q, optional=False)
+    _check_tensor("k", k, optional=False)
+    _check_tensor("v", v, optional=False)
+    _check_tensor("bias", bias, optional=True)
+    _check_tensor("mask", mask, optional=True)
+    _check_tensor("logit_scale", logit_scale, optional=True)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise TypeError(
+            f"window_attention: scale must be a real number or None, got {type(scale).__name__}"
+        )
+    if mask is not None and mask.requires_grad:
+        raise ValueError(
+            "window_attention: mask receives no gradient; pass mask.detach() (got a mask with "
+            "requires_grad=True)"
+        )
+    if logit_scale is not None:
+        if scale is not None:
+            raise ValueError(
+                "window_attention: give either scale (V1, S = scale * q k^T) or logit_scale "
+                f"(V2 cosine attention), not both (got scale={scale!r} and a logit_scale tensor)"
+            )
+        op_scale = 1.0  # ignored by the op in V2
+    elif scale is None:
+        d = q.shape[-1] if q.dim() > 0 else 0
+        op_scale = d ** -0.5 if d > 0 else 1.0  # a bad rank or d is the op's to report
+    else:
+        op_scale = float(scale)
+    out, _ = _fwd_op(q, k, v, bias, mask, logit_scale, op_scale)
+    return out

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job. On a CUDA machine: the benchmark (benchmarks/bench_window_attention.py, results in
+# benchmarks/results/). Without a GPU: a small CPU demo (python -m flash_window_attn.demo) that runs
+# the op on a Swin-shaped problem against the reference. Installs what is missing and builds the
+# extension if it does not import (or, on a GPU machine, lacks its CUDA kernels).
+#   bash scripts/main.sh [args for the benchmark or the demo]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/_env.sh
+
+fwa_ensure_deps
+if fwa_has_gpu; then
+  fwa_ensure_deps --optional matplotlib  # for the PNG plot; the benchmark runs without it
+  fwa_importable cuda || fwa_build
+  exec "$PYTHON" benchmarks/bench_window_attention.py "$@"
+else
+  fwa_importable || fwa_build
+  exec "$PYTHON" -m flash_window_attn.demo "$@"
+fi

@@ -1,0 +1,475 @@
+"""Numerics of window_attention: forward and every gradient against the float64 reference.
+
+Rule (FlashAttention style, flash_window_attn.testing): for out, dq, dk, dv, dbias, dlogit_scale,
+    err(ours vs float64) <= 2 * err(reference formula in the same precision vs float64) + atol,
+errors being max-abs differences normalised by the float64 reference's max-abs.
+
+The grid (N x d x V1/V2 x bias x mask x layout x dtype x bias dtype) is covered pairwise (every pair
+of values of any two factors occurs in some case) plus N x d x dtype x V1/V2 in full, which keeps the
+CPU suite fast without a full cross-product.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+import torch
+
+from flash_window_attn import window_attention
+from flash_window_attn.reference import (
+    LN100_F32,
+    reference_float64,
+    reference_outputs_and_grads,
+    swin_shift_mask,
+)
+from flash_window_attn.testing import (
+    all_pairs,
+    compare_to_reference,
+    make_problem,
+    normalized_error,
+    poison_cuda_allocator,
+    reduction_magnitudes,
+    run_ours,
+)
+
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+]
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
+NS = [1, 7, 49, 64, 100, 144, 192, 256, 576]
+DS = [16, 24, 32, 64, 128]
+
+
+def sizes_for(N: int):
+    """(B_, H): small problems for big windows keep the CPU grid fast."""
+    if N <= 64:
+        return 8, 2
+    if N <= 256:
+        return 4, 2
+    return 2, 1
+
+
+def _poisoned(fn, device):
+    """fn with the CUDA caching allocator filled with NaN before each call (no-op on CPU)."""
+    if torch.device(device).type != "cuda":
+        return fn
+
+    def wrapped(q, k, v, bias=None, mask=None, **kw):
+        B_, H, N, d = q.shape
+        poison_cuda_allocator(8 * B_ * H * N * d * q.element_size() + (64 << 20), q.device)
+        return fn(q, k, v, bias, mask, **kw)
+
+    return wrapped
+
+
+def run_and_check(problem, dtype, device, *, atol=None, factor=2.0):
+    """Run ours (poisoned on CUDA), the float64 and the same-precision references; assert the rule."""
+    fn = _poisoned(window_attention, device)
+    if torch.device(device).type == "cuda":
+        # poison before the backward too: its outputs are allocated inside autograd.grad
+        out = fn(*problem.args(), **problem.kwargs())
+        inputs = problem.grad_inputs()
+        B_, H, N, d = problem.q.shape
+        poison_cuda_allocator(8 * B_ * H * N * d * problem.q.element_size() + (64 << 20))
+        grads = torch.autograd.grad(out, list(inputs.values()), problem.dout) if inputs else ()
+        ours = {"out": out.detach(), **dict(zip(inputs.keys(), grads))}
+    else:
+        ours = run_ours(problem, fn)
+    ref64 = reference_float64(*problem.args(), **problem.kwargs(), dout=problem.dout)
+    # the same formula in the inputs' dtypes (for fp64 q this still rounds dbias / dlogit_scale to
+    # their fp32 dtypes, which is the baseline for ours)
+    reflp = reference_outputs_and_grads(*problem.args(), **problem.kwargs(), dout=problem.dout)
+    mags = reduction_magnitudes(*problem.args(), **problem.kwargs(), dout=problem.dout)
+    ok, lines = compare_to_reference(ours, ref64, reflp, dtype, atol=atol, factor=factor, magnitudes=mags)
+    assert ok, f"{problem.desc}\n" + "\n".join(lines)
+
+    # layout and dtype contract of the outputs
+    out = ours["out"]
+    B_, H, N, d = problem.q.shape
+    assert out.shape == (B_, H, N, d) and out.dtype == problem.q.dtype
+    if out.numel():
+        assert out.stride() == (N * H * d, d, H * d, 1), out.stride()
+    for g, name in (("dbias", "bias"), ("dlogit_scale", "logit_scale")):
+        if ours.get(g) is not None:
+            inp = getattr(problem, name)
+            assert ours[g].shape == inp.shape and ours[g].dtype == inp.dtype, (g, ours[g].shape, ours[g].dtype)
+    return ours, ref64
+
+
+# ------------------------------------------------------------------------------------------------
+# The grid, covered pairwise
+# ------------------------------------------------------------------------------------------------
+
+
+OTHER_FACTORS = {
+    "bias": [None, "hnn", "1hnn"],
+    "mask": [None, "shift", "random"],
+    "layout": ["contiguous", "packed"],
+    "bias_dtype": ["fp32", "same"],
+}
+
+
+def _grid(ns, dtypes, device_mark=None):
+    """Every pair of factor values (all_pairs), plus N x d x dtype x V1/V2 in full with the other
+    factors drawn at random (seeded)."""
+    cases = all_pairs({"N": ns, "d": DS, "dtype": dtypes, "version": ["v1", "v2"], **OTHER_FACTORS})
+    rng = random.Random(0)
+    for N, d, dt, ver in itertools.product(ns, DS, dtypes, ["v1", "v2"]):
+        cases.append({"N": N, "d": d, "dtype": dt, "version": ver,
+                      **{name: rng.choice(vals) for name, vals in OTHER_FACTORS.items()}})
+    params = []
+    for i, c in enumerate(cases):
+        cid = "-".join(
+            [f"N{c['N']}", f"d{c['d']}", c["dtype"], c["version"], f"bias_{c['bias']}_{c['bias_dtype']}",
+             f"mask_{c['mask']}", c["layout"], f"case{i}"]
+        )
+        marks = [device_mark] if device_mark is not None else []
+        params.append(pytest.param(c, i, id=cid, marks=marks))
+    return params
+
+
+CPU_GRID = _grid(NS, ["fp32", "bf16"])
+CUDA_GRID = _grid(NS + [1024], ["fp16", "bf16", "fp32"], pytest.mark.cuda)
+
+
+def _run_grid_case(case, seed, device):
+    N, d = case["N"], case["d"]
+    B_, H = sizes_for(N)
+    dtype = DTYPES[case["dtype"]]
+    problem = make_problem(
+        B_, H, N, d, dtype=dtype, device=device, version=case["version"], bias=case["bias"],
+        bias_dtype=dtype if case["bias_dtype"] == "same" else torch.float32, mask=case["mask"],
+        layout=case["layout"], seed=1000 + seed,
+    )
+    run_and_check(problem, dtype, device)
+
+
+@pytest.mark.parametrize("case,seed", CPU_GRID)
+def test_grid_cpu(case, seed):
+    _run_grid_case(case, seed, "cpu")
+
+
+@pytest.mark.parametrize("case,seed", CUDA_GRID)
+def test_grid_cuda(case, seed):
+    _run_grid_case(case, seed, "cuda")
+
+
+# ------------------------------------------------------------------------------------------------
+# Focused cases
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("N", [49, 144])
+def test_full_featured_every_dtype(device, N):
+    """V2 + bias + shift mask + packed qkv, every dtype the device supports."""
+    dtypes = [torch.float32, torch.bfloat16, torch.float64] if device == "cpu" else [
+        torch.float16, torch.bfloat16, torch.float32]
+    for i, dtype in enumerate(dtypes):
+        problem = make_problem(8, 3, N, 32, dtype=dtype, device=device, version="v2", bias="hnn",
+                               mask="shift", layout="packed", seed=i)
+        run_and_check(problem, dtype, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_logit_scale_clamp(device):
+    """Heads below, exactly at (float32(ln 100)) and above the clamp: the gradient flows at and below
+    the bound and is exactly 0 above it (torch.clamp semantics)."""
+    ln100 = torch.tensor(math.log(100), dtype=torch.float32).item()
+    assert ln100 == LN100_F32
+    values = [math.log(100) - 0.7, ln100, math.log(100) + 0.5]
+    dtypes = [torch.float32, torch.bfloat16] if device == "cpu" else [torch.float16, torch.bfloat16, torch.float32]
+    for i, dtype in enumerate(dtypes):
+        for shape in ("h", "h11", "1h11"):
+            problem = make_problem(8, 3, 49, 32, dtype=dtype, device=device, version="v2", bias="hnn",
+                                   mask="shift", logit_scale=values, logit_scale_shape=shape, seed=10 + i)
+            ours, ref64 = run_and_check(problem, dtype, device)
+            dls = ours["dlogit_scale"].reshape(3)
+            assert dls[2].item() == 0.0, f"gradient above the clamp must be exactly 0, got {dls.tolist()}"
+            assert dls[0].item() != 0.0 and dls[1].item() != 0.0, (
+                f"gradient must flow below and at the clamp, got {dls.tolist()}")
+            assert ref64["dlogit_scale"].reshape(3)[1].item() != 0.0  # the oracle agrees at the bound
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_shift_mask_is_not_skipped(device):
+    """Swin's 0 / -100 mask with logits up to +-100 (clamped logit scale) and a bias up to 16:
+    "masked" logits can be positive and must be added as numbers, not skipped."""
+    N, H = 49, 2
+    dtype = torch.float32
+    problem = make_problem(8, H, N, 32, dtype=dtype, device=device, version="v2", bias="hnn",
+                           bias_std=8.0, mask="shift", logit_scale=[LN100_F32, LN100_F32 - 1.0], seed=3)
+    # Per window, tokens in token 0's region get sign +1, the others -1; q_i = s_i u, k_j = -s_j u
+    # (plus noise). Same-region (unmasked) pairs then have cosine -1 (logit -100), cross-region
+    # ("masked", -100) pairs cosine +1 (logit +100 - 100 = 0): the masked keys dominate the softmax.
+    nW = problem.mask.shape[0]
+    same_as_0 = (problem.mask[:, 0, :] == 0).to(dtype)  # (nW, N)
+    sign = (2 * same_as_0 - 1).repeat(8 // nW, 1)[:, None, :, None].to(device)  # (B_, 1, N, 1)
+    u = torch.randn(32, device=device)
+    with torch.no_grad():
+        problem.q.copy_(sign * u + 0.1 * torch.randn_like(problem.q))
+        problem.k.copy_(-sign * u + 0.1 * torch.randn_like(problem.k))
+    ours, ref64 = run_and_check(problem, dtype, device)
+    # sanity: the oracle would differ if the -100 entries were treated as excluded keys
+    mask_inf = problem.mask.masked_fill(problem.mask != 0, float("-inf"))
+    ref_inf = reference_float64(problem.q, problem.k, problem.v, problem.bias, mask_inf,
+                                logit_scale=problem.logit_scale)
+    assert normalized_error(ref_inf["out"], ref64["out"]) > 0.1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_all_masked_rows(device, version):
+    """Rows whose logits are all -inf give out == 0 exactly and finite (zero) gradients."""
+    dtypes = [torch.float32, torch.bfloat16] if device == "cpu" else [torch.float16, torch.bfloat16, torch.float32]
+    for i, dtype in enumerate(dtypes):
+        problem = make_problem(8, 2, 64, 32, dtype=dtype, device=device, version=version, bias="hnn",
+                               mask="dead", seed=20 + i)
+        ours, _ = run_and_check(problem, dtype, device)
+        nW = problem.mask.shape[0]
+        dead = torch.isneginf(problem.mask).all(-1)  # (nW, N)
+        dead_b = dead.repeat(8 // nW, 1)[:, None, :].expand(8, 2, 64)  # (B_, H, N)
+        assert dead_b.any()
+        assert (ours["out"][dead_b] == 0).all(), "all -inf rows must give exactly 0"
+        for name, g in ours.items():
+            assert torch.isfinite(g).all(), f"{name} has non-finite values"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mask_and_bias_dtypes_and_shapes(device):
+    """Any floating dtype for bias / mask / logit_scale; dbias and dlogit_scale come back in the
+    input's shape and dtype."""
+    dtype = torch.float32 if device == "cpu" else torch.float16
+    combos = [
+        dict(bias="1hnn", bias_dtype=torch.float16, mask_dtype=torch.bfloat16, logit_scale_shape="1h11"),
+        dict(bias="hnn", bias_dtype=torch.bfloat16, mask_dtype=torch.float16, logit_scale_shape="h"),
+        dict(bias="hnn", bias_dtype=torch.float64 if device == "cpu" else torch.float32,
+             mask_dtype=torch.float64 if device == "cpu" else torch.float32, logit_scale_shape="h11"),
+    ]
+    for i, c in enumerate(combos):
+        problem = make_problem(8, 2, 49, 32, dtype=dtype, device=device, version="v2", mask="shift",
+                               seed=30 + i, **c)
+        run_and_check(problem, dtype, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_v1_custom_scale_and_nW_cycles(device):
+    """scale given explicitly; B_ = 4 * nW so that window b uses mask[b % nW] repeatedly."""
+    dtype = torch.float32
+    problem = make_problem(16, 2, 64, 32, dtype=dtype, device=device, version="v1", scale=0.37,
+                           bias="hnn", mask="random", nW=4, seed=40)
+    run_and_check(problem, dtype, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_partial_requires_grad(device):
+    """Only some inputs need grad: the others get None; bias not requiring grad gets no gradient."""
+    problem = make_problem(4, 2, 49, 32, device=device, version="v2", bias="hnn", mask="shift",
+                           requires_grad=False, seed=50)
+    problem.v.requires_grad_(True)
+    problem.logit_scale.requires_grad_(True)
+    out = window_attention(*problem.args(), **problem.kwargs())
+    out.backward(problem.dout)
+    assert problem.q.grad is None and problem.k.grad is None and problem.bias.grad is None
+    ref = reference_float64(*problem.args(), **problem.kwargs(), dout=problem.dout)
+    assert normalized_error(problem.v.grad, ref["dv"]) < 1e-5
+    assert normalized_error(problem.logit_scale.grad, ref["dlogit_scale"]) < 1e-4
+
+    # no input requires grad: plain inference
+    with torch.no_grad():
+        out2 = window_attention(problem.q, problem.k, problem.v.detach(), problem.bias, problem.mask,
+                                logit_scale=problem.logit_scale.detach())
+    assert not out2.requires_grad
+    assert torch.equal(out2, out.detach())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_grad_output(device):
+    """out.sum() hands backward an expanded (zero-stride) gradient; a transposed consumer hands it a
+    non-contiguous one. Both must work and match."""
+    problem = make_problem(8, 2, 49, 32, device=device, version="v2", bias="hnn", mask="shift", seed=60)
+    inputs = problem.grad_inputs()
+    out = window_attention(*problem.args(), **problem.kwargs())
+    g_sum = torch.autograd.grad(out.sum(), list(inputs.values()))
+    dout_ones = torch.ones_like(problem.q)
+    g_ones = torch.autograd.grad(window_attention(*problem.args(), **problem.kwargs()),
+                                 list(inputs.values()), dout_ones)
+    for a, b in zip(g_sum, g_ones):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+    # a consumer that reads out as (B_, N, H*d): free view, gradient arrives in that layout
+    B_, H, N, d = problem.q.shape
+    out = window_attention(*problem.args(), **problem.kwargs())
+    flat = out.transpose(1, 2).reshape(B_, N, H * d)
+    assert flat.data_ptr() == out.data_ptr(), "out.transpose(1, 2).reshape(B_, N, H*d) must be a view"
+    w = torch.randn(H * d, 5, device=device)
+    g_view = torch.autograd.grad((flat @ w).square().sum(), list(inputs.values()))
+    out_ref = window_attention(*problem.args(), **problem.kwargs())
+    dout = torch.autograd.grad((out_ref.transpose(1, 2).reshape(B_, N, H * d) @ w).square().sum(), out_ref)[0]
+    g_ref = torch.autograd.grad(window_attention(*problem.args(), **problem.kwargs()),
+                                list(inputs.values()), dout.contiguous())
+    for a, b in zip(g_view, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    ai = a.detach().contiguous().view(torch.uint8)
+    bi = b.detach().contiguous().view(torch.uint8)
+    return torch.equal(ai, bi)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("N", [49, 256])
+def test_deterministic(device, N):
+    """Two forward+backward runs are bitwise equal: out, dq, dk, dv, dbias, dlogit_scale."""
+    dtypes = [torch.float32, torch.bfloat16] if device == "cpu" else [torch.float16, torch.bfloat16]
+    B_ = 64 if device == "cpu" else 512
+    if device == "cpu" and N > 64:
+        B_ = 8
+    for i, dtype in enumerate(dtypes):
+        problem = make_problem(B_, 3, N, 32, dtype=dtype, device=device, version="v2", bias="hnn",
+                               mask="shift", layout="packed", seed=70 + i)
+        fn = _poisoned(window_attention, device)
+        r1 = run_ours(problem, fn)
+        r2 = run_ours(problem, fn)
+        for name in r1:
+            assert _bitwise_equal(r1[name], r2[name]), f"{name} differs between two runs ({dtype})"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float64_cpu_and_d_bounds(device):
+    """float64 on CPU (tight); on CUDA, d = 16 and d = 128 with N = 64 in fp32."""
+    if device == "cpu":
+        problem = make_problem(4, 2, 49, 24, dtype=torch.float64, device="cpu", version="v2",
+                               bias="hnn", bias_dtype=torch.float64, mask="shift", seed=80)
+        run_and_check(problem, torch.float64, "cpu", atol=1e-9)
+    else:
+        for i, d in enumerate((16, 128)):
+            problem = make_problem(4, 2, 64, d, dtype=torch.float32, device=device, version="v2",
+                                   bias="hnn", mask="shift", seed=81 + i)
+            run_and_check(problem, torch.float32, device)
+
+
+# ------------------------------------------------------------------------------------------------
+# CUDA only: big windows, many windows, memory
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_cuda_n1024(dtype, d):
+    dt = DTYPES[dtype]
+    problem = make_problem(2, 2, 1024, d, dtype=dt, device="cuda", version="v2", bias="hnn",
+                           mask="shift", nW=2, layout="packed", seed=90 + d)
+    run_and_check(problem, dt, "cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("H", [1, 2])
+def test_cuda_many_windows(dtype, H):
+    """2**17 windows (N = 49, d = 32): fwd + bwd over all of them; every window is compared with the
+    float64 reference (computed in chunks) and dbias / dlogit_scale sum over all windows."""
+    dt = DTYPES[dtype]
+    B_, N, d, nW = 2 ** 17, 49, 32, 64
+    problem = make_problem(B_, H, N, d, dtype=dt, device="cuda", version="v2", bias="hnn",
+                           mask="shift", nW=nW, layout="packed", seed=100 + H)
+    ours = run_ours(problem, _poisoned(window_attention, "cuda"))
+
+    chunk = 8192
+    stats = {}  # name -> [max|ours - ref64|, max|ref64|, max|reflp - ref64|]
+    sums64 = {"dbias": 0, "dlogit_scale": 0}
+    sumslp = {"dbias": 0, "dlogit_scale": 0}
+    for start in range(0, B_, chunk):
+        sl = slice(start, start + chunk)
+        args = (problem.q[sl], problem.k[sl], problem.v[sl], problem.bias, problem.mask)
+        kw = dict(logit_scale=problem.logit_scale, dout=problem.dout[sl])
+        r64 = reference_float64(*args, **kw)
+        rlp = reference_outputs_and_grads(*args, **kw)
+        for name in ("out", "dq", "dk", "dv"):
+            s = stats.setdefault(name, [0.0, 0.0, 0.0])
+            ref = r64[name]
+            s[0] = max(s[0], (ours[name][sl].double() - ref).abs().max().item())
+            s[1] = max(s[1], ref.abs().max().item())
+            s[2] = max(s[2], (rlp[name].double() - ref).abs().max().item())
+        for name in ("dbias", "dlogit_scale"):
+            sums64[name] = sums64[name] + r64[name]
+            sumslp[name] = sumslp[name] + rlp[name].double()
+        del r64, rlp
+    for name in ("dbias", "dlogit_scale"):
+        ref = sums64[name]
+        stats[name] = [(ours[name].double() - ref).abs().max().item(), ref.abs().max().item(),
+                       (sumslp[name] - ref).abs().max().item()]
+    from flash_window_attn.testing import ATOL
+
+    lines, ok = [], True
+    for name, (e, scale, base) in stats.items():
+        err, err_base = e / scale, base / scale
+        good = err <= 2 * err_base + ATOL[dt]
+        ok &= good
+        lines.append(f"{name}: err {err:.3e} pytorch err {err_base:.3e} {'ok' if good else 'FAIL'}")
+    assert ok, "\n".join(lines)
+
+
+def _peak_extra_bytes(fn):
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base, result
+
+
+@pytest.mark.cuda
+def test_cuda_backward_memory():
+    """Nothing of size B_*H*N*N is allocated: at N = 1024 (where the fp16 attention matrix, B_*H*N^2*2
+    bytes, dwarfs q, k, v), the peak extra memory of the backward and of the forward grows with B_
+    far slower than B_*H*N^2*2 and stays far below it. (Workspaces that do not grow with B_, e.g.
+    per-CTA dbias partials, are allowed.)"""
+    H, N, d, nW = 1, 1024, 32, 4
+    dtype = torch.float16
+    peaks = {}
+    for B_ in (1024, 4096):
+        problem = make_problem(B_, H, N, d, dtype=dtype, device="cuda", version="v2", bias="hnn",
+                               mask="shift", nW=nW, seed=110)
+        inputs = problem.grad_inputs()
+        with torch.no_grad():
+            fwd_peak, _ = _peak_extra_bytes(lambda: window_attention(*problem.args(), **problem.kwargs()))
+        out = window_attention(*problem.args(), **problem.kwargs())
+        bwd_peak, grads = _peak_extra_bytes(
+            lambda: torch.autograd.grad(out, list(inputs.values()), problem.dout))
+        grad_bytes = sum(g.numel() * g.element_size() for g in grads)
+        peaks[B_] = (fwd_peak, bwd_peak, grad_bytes)
+        del problem, inputs, out, grads
+        torch.cuda.empty_cache()
+    (f1, b1, g1), (f2, b2, g2) = peaks[1024], peaks[4096]
+    attn = lambda B_: B_ * H * N * N * 2  # noqa: E731
+    mib = lambda x: f"{x / 2**20:.0f} MiB"  # noqa: E731
+    report = (f"backward peak {mib(b1)} (B_=1024), {mib(b2)} (B_=4096), gradients {mib(g1)}, {mib(g2)}; "
+              f"forward peak {mib(f1)}, {mib(f2)}; B_*H*N^2*2 = {mib(attn(1024))}, {mib(attn(4096))}")
+    assert b2 - b1 <= 0.25 * (attn(4096) - attn(1024)), report
+    assert b2 <= 0.25 * attn(4096), report
+    assert f2 - f1 <= 0.1 * (attn(4096) - attn(1024)) and f2 <= 0.1 * attn(4096), report
+
+
+@pytest.mark.cuda
+def test_cuda_current_stream():
+    """The op runs on the current stream (what CUDA graphs and multi-stream code rely on)."""
+    problem = make_problem(256, 3, 49, 32, dtype=torch.float16, device="cuda", version="v2",
+                           bias="hnn", mask="shift", seed=120)
+    expected = run_ours(problem, window_attention)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = run_ours(problem, window_attention)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    for name in expected:
+        assert _bitwise_equal(expected[name], got[name]), name
