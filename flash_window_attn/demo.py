@@ -12,7 +12,6 @@ of the fused op and of the eager reference.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import time
 

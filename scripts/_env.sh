@@ -55,7 +55,8 @@ fwa_ensure_deps() {
   for mod in "${optional[@]}"; do
     if ! "$PYTHON" -c "import $mod" >/dev/null 2>&1; then
       fwa_log "installing optional $mod"
-      fwa_pip "$mod" || fwa_log "could not install $mod (continuing without it)"
+      # short timeout: a machine without internet access should not stall on an optional package
+      fwa_pip --timeout 15 --retries 1 "$mod" || fwa_log "could not install $mod (continuing without it)"
     fi
   done
 }

@@ -9,7 +9,7 @@ import torch
 import torch._dynamo
 
 from flash_window_attn import window_attention
-from flash_window_attn.testing import make_problem, run_ours
+from flash_window_attn.testing import make_problem
 
 DEVICES = [
     pytest.param("cpu", id="cpu"),

@@ -23,7 +23,6 @@ from flash_window_attn.reference import (
     LN100_F32,
     reference_float64,
     reference_outputs_and_grads,
-    swin_shift_mask,
 )
 from flash_window_attn.testing import (
     all_pairs,
@@ -427,6 +426,16 @@ def _peak_extra_bytes(fn):
     return torch.cuda.max_memory_allocated() - base, result
 
 
+def _fwd_bwd_peaks(problem):
+    """(forward peak, backward peak, bytes of the gradients) of window_attention on problem."""
+    inputs = problem.grad_inputs()
+    with torch.no_grad():
+        fwd_peak, _ = _peak_extra_bytes(lambda: window_attention(*problem.args(), **problem.kwargs()))
+    out = window_attention(*problem.args(), **problem.kwargs())
+    bwd_peak, grads = _peak_extra_bytes(lambda: torch.autograd.grad(out, list(inputs.values()), problem.dout))
+    return fwd_peak, bwd_peak, sum(g.numel() * g.element_size() for g in grads)
+
+
 @pytest.mark.cuda
 def test_cuda_backward_memory():
     """Nothing of size B_*H*N*N is allocated: at N = 1024 (where the fp16 attention matrix, B_*H*N^2*2
@@ -439,15 +448,8 @@ def test_cuda_backward_memory():
     for B_ in (1024, 4096):
         problem = make_problem(B_, H, N, d, dtype=dtype, device="cuda", version="v2", bias="hnn",
                                mask="shift", nW=nW, seed=110)
-        inputs = problem.grad_inputs()
-        with torch.no_grad():
-            fwd_peak, _ = _peak_extra_bytes(lambda: window_attention(*problem.args(), **problem.kwargs()))
-        out = window_attention(*problem.args(), **problem.kwargs())
-        bwd_peak, grads = _peak_extra_bytes(
-            lambda: torch.autograd.grad(out, list(inputs.values()), problem.dout))
-        grad_bytes = sum(g.numel() * g.element_size() for g in grads)
-        peaks[B_] = (fwd_peak, bwd_peak, grad_bytes)
-        del problem, inputs, out, grads
+        peaks[B_] = _fwd_bwd_peaks(problem)
+        del problem
         torch.cuda.empty_cache()
     (f1, b1, g1), (f2, b2, g2) = peaks[1024], peaks[4096]
     attn = lambda B_: B_ * H * N * N * 2  # noqa: E731

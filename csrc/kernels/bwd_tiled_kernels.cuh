@@ -110,12 +110,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         const int st = ib & 1;
         load_tile_async<Element, kHeadDim>(sQ + st * kTile, ptr(p.q), p.q.row_stride, ib * kTileM, N, d, tid);
         load_tile_async<Element, kHeadDim>(sO + st * kTile, ptr(p.dout), p.dout.row_stride, ib * kTileM, N, d, tid);
+        // Row statistics of the query block. Rows >= N are zero-filled: their q and dout rows
+        // are zero too, so whatever P they get, they add nothing to dk and dv.
         if (tid < kTileM) {
             const int i = ib * kTileM + tid;
+            const int ok = i < N ? 4 : 0;
+            const int64_t src = row_base + (i < N ? i : 0);
             float* dst = sRow + st * 3 * kTileM;
-            dst[tid] = i < N ? p.lse[row_base + i] * kLog2e : INFINITY;
-            dst[kTileM + tid] = i < N ? p.dsum[row_base + i] : 0.f;
-            dst[2 * kTileM + tid] = (cosine && i < N) ? p.q_inv_norm[row_base + i] : 1.f;
+            cp_async_4(smem_u32(dst + tid), p.lse + src, ok);
+            cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
+            if (cosine) cp_async_4(smem_u32(dst + 2 * kTileM + tid), p.q_inv_norm + src, ok);
         }
     };
 
@@ -148,9 +152,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         const int st = ib & 1;
         const Element* tQ = sQ + st * kTile;
         const Element* tO = sO + st * kTile;
-        const float* lse2 = sRow + st * 3 * kTileM;
-        const float* dsum = lse2 + kTileM;
-        const float* qinv = lse2 + 2 * kTileM;
+        const float* lse = sRow + st * 3 * kTileM;
+        const float* dsum = lse + kTileM;
+        const float* qinv = lse + 2 * kTileM;
         const int q0 = ib * kTileM;
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
@@ -200,11 +204,13 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                 } else if (key_out) {
                     x0 = x1 = -INFINITY;
                 }
-                const float p0 = fast_exp2(x0 - lse2[c]), p1 = fast_exp2(x1 - lse2[c + 1]);
+                const float p0 = fast_exp2(fmaf(-lse[c], kLog2e, x0));
+                const float p1 = fast_exp2(fmaf(-lse[c + 1], kLog2e, x1));
                 s[nt][2 * r] = p0;
                 s[nt][2 * r + 1] = p1;
-                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[c]) * qinv[c];
-                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[c + 1]) * qinv[c + 1];
+                const float qf0 = cosine ? qinv[c] : 1.f, qf1 = cosine ? qinv[c + 1] : 1.f;
+                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[c]) * qf0;
+                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[c + 1]) * qf1;
             }
         }
 
@@ -344,9 +350,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
         load_tile_async<Element, kHeadDim>(sK + st * kTile, base(p.k, b), p.k.row_stride, j * kTileN, N, d, tid);
         load_tile_async<Element, kHeadDim>(sV + st * kTile, base(p.v, b), p.v.row_stride, j * kTileN, N, d, tid);
-        if (cosine && tid < kTileN) {
+        if (cosine && tid < kTileN) {   // padded keys get 0 (their logits are masked anyway)
             const int key = j * kTileN + tid;
-            sKinv[st * kTileN + tid] = key < N ? p.k_inv_norm[(b * p.H + h) * N + key] : 1.f;
+            cp_async_4(smem_u32(sKinv + st * kTileN + tid),
+                       p.k_inv_norm + (b * p.H + h) * N + (key < N ? key : 0), key < N ? 4 : 0);
         }
     };
 
@@ -357,8 +364,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
 
     float dq[kDT][4];
     float lse2[2], dsum[2], q_inv[2];
-    // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small).
-    float pdc[2], pc[2];
+    // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small),
+    // with D_i = Σ_j P dP summed here: dout·out would carry the rounding of out, which this
+    // heavily cancelling sum would amplify.
+    float pdc[2], pc[2], pdp[2];
     float dalpha_acc = 0.f;
 
     for (int item = 0; item < n_items; ++item) {
@@ -387,7 +396,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 lse2[r] = ok ? p.lse[row_base + row] * kLog2e : INFINITY;
                 dsum[r] = ok ? p.dsum[row_base + row] : 0.f;
                 q_inv[r] = (cosine && ok) ? p.q_inv_norm[row_base + row] : 1.f;
-                pdc[r] = pc[r] = 0.f;
+                pdc[r] = pc[r] = pdp[r] = 0.f;
             }
         }
 
@@ -448,6 +457,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 if (cosine) {
                     pdc[r] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r]));
                     pc[r] = fmaf(p0, c0, fmaf(p1, c1, pc[r]));
+                    pdp[r] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r]));
                 }
                 dp[nt][2 * r] = g0;
                 dp[nt][2 * r + 1] = g1;
@@ -502,7 +512,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                         dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
                     }
                     dot = quad_sum(dot) * norm_projection(q_inv[r]);
-                    const float contrib = quad_sum(pdc[r]) - dsum[r] * quad_sum(pc[r]);
+                    const float contrib = quad_sum(pdc[r]) - quad_sum(pdp[r]) * quad_sum(pc[r]);
                     if (t4 == 0) dalpha_acc += contrib;
                 }
                 const float f = cosine ? alpha * q_inv[r] : alpha;

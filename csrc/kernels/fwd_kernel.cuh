@@ -16,38 +16,64 @@
 namespace fwa {
 
 constexpr int kBmStripMaxNpad = 256;   // bm strip kept in smem up to this padded N
+constexpr int kBmTilePitch = kTileN + 8; // fp32 pitch of a per-stage bm tile (conflict-free float2)
+constexpr int kMaxStages = 4;
 
-template <int kHeadDim> struct FwdConfig {
+// Shared-memory layout of the forward, decided at launch: `stages` pipeline stages, each holding
+// the q, k, v tiles, the key inverse norms and (for N > 256, bm_mode == kBmTile) a 64x64 bm tile,
+// followed (for N <= 256, bm_mode == kBmStrip) by the bm strip of the CTA's 64 query rows.
+enum BmMode { kBmNone = 0, kBmStrip = 1, kBmTile = 2 };
+
+template <int kHeadDim> struct FwdLayout {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
-    // Pipeline depth: how many (window, key tile) items are in flight. Each stage holds q, k, v
-    // tiles and the key inverse norms; the bm strip follows the stages.
-    static constexpr int kStages = kHeadDim <= 64 ? 3 : 2;
-    static constexpr int kMinBlocks = kHeadDim <= 64 ? 3 : 2;
-    static constexpr size_t kFixedBytes =
-        size_t(kStages) * (size_t(3) * kTile * 2 + kTileN * sizeof(float));
-    static size_t bytes(int Npad, bool strip) {
-        return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
+    static constexpr size_t kQkvBytes = size_t(3) * kTile * 2;
+    static constexpr size_t kKinvBytes = kTileN * sizeof(float);
+    static constexpr size_t kBmTileBytes = size_t(kTileM) * kBmTilePitch * sizeof(float);
+    static FWA_HOST_DEVICE size_t stage_bytes(int bm_mode) {
+        return kQkvBytes + kKinvBytes + (bm_mode == kBmTile ? kBmTileBytes : 0);
+    }
+    static FWA_HOST_DEVICE size_t strip_bytes(int bm_mode, int Npad) {
+        return bm_mode == kBmStrip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0;
+    }
+    static size_t bytes(int bm_mode, int stages, int Npad) {
+        return stages * stage_bytes(bm_mode) + strip_bytes(bm_mode, Npad);
     }
 };
 
+FWA_DEVICE void cp_async_wait_stages(int stages) {
+    // Allow stages - 2 groups in flight: the group of the current item has landed.
+    if (stages <= 2) cp_async_wait<0>();
+    else if (stages == 3) cp_async_wait<1>();
+    else cp_async_wait<2>();
+}
+
+// CTAs per SM the register allocation must allow (smem permitting).
+template <int kHeadDim> constexpr int fwd_min_blocks() { return kHeadDim <= 32 ? 4 : (kHeadDim <= 64 ? 3 : 2); }
+
 template <typename Element, int kHeadDim>
-__global__ void __launch_bounds__(kNumThreads, FwdConfig<kHeadDim>::kMinBlocks)
-window_attn_fwd_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) window_attn_fwd_kernel(const FwdParams p) {
     using Tr = ElementTraits<Element>;
     using Shape = TileShape<kHeadDim>;
+    using Layout = FwdLayout<kHeadDim>;
     constexpr int kTile = Shape::kElems;
     constexpr int kNT = kTileN / 8;       // n8 tiles of S per warp row block
     constexpr int kDT = kHeadDim / 8;     // n8 tiles of O
     constexpr int kKS = kHeadDim / 16;    // k16 steps of q kᵀ
 
-    constexpr int kStages = FwdConfig<kHeadDim>::kStages;
-
+    const int stages = p.stages;
+    const int bm_mode = p.bm == nullptr ? kBmNone : (p.Npad <= kBmStripMaxNpad ? kBmStrip : kBmTile);
+    const size_t stage_bytes = Layout::stage_bytes(bm_mode);
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Element* sQ = reinterpret_cast<Element*>(smem_raw);
-    Element* sK = sQ + kStages * kTile;
-    Element* sV = sK + kStages * kTile;
-    float* sKinv = reinterpret_cast<float*>(sV + kStages * kTile);
-    float* sBm = sKinv + kStages * kTileN;
+    auto stage_q = [&](int st) { return reinterpret_cast<Element*>(smem_raw + st * stage_bytes); };
+    auto stage_k = [&](int st) { return stage_q(st) + kTile; };
+    auto stage_v = [&](int st) { return stage_q(st) + 2 * kTile; };
+    auto stage_kinv = [&](int st) {
+        return reinterpret_cast<float*>(smem_raw + st * stage_bytes + Layout::kQkvBytes);
+    };
+    auto stage_bm = [&](int st) {
+        return reinterpret_cast<float*>(smem_raw + st * stage_bytes + Layout::kQkvBytes + Layout::kKinvBytes);
+    };
+    float* sBm = reinterpret_cast<float*>(smem_raw + stages * stage_bytes);   // strip
     const int bm_pitch = p.Npad + 8;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -68,8 +94,7 @@ window_attn_fwd_kernel(const FwdParams p) {
     const int n_key_tiles = (N + kTileN - 1) / kTileN;
     const int n_items = (t_end - t_begin) * n_key_tiles;
     const bool cosine = p.logit_scale != nullptr;
-    const bool has_bm = p.bm != nullptr;
-    const bool strip = has_bm && p.Npad <= kBmStripMaxNpad;
+    const bool has_bm = bm_mode != kBmNone;
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
 
@@ -78,20 +103,32 @@ window_attn_fwd_kernel(const FwdParams p) {
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
 
     auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
-    auto issue_loads = [&](int item) {
-        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+    // Load cursor: the (window, key tile, stage) of the next item to load, advanced in order.
+    int load_ti = 0, load_j = 0, load_st = 0;
+    auto issue_loads = [&]() {
+        const int ti = load_ti, j = load_j, st = load_st;
+        if (++load_j == n_key_tiles) { load_j = 0; ++load_ti; }
+        if (++load_st == stages) load_st = 0;
         const int64_t b = window_of(ti);
-        const int stage = item % kStages;
         if (j == 0)
-            load_tile_async<Element, kHeadDim>(sQ + stage * kTile, q_base + b * p.q.batch_stride,
+            load_tile_async<Element, kHeadDim>(stage_q(st), q_base + b * p.q.batch_stride,
                                                p.q.row_stride, row0, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sK + stage * kTile, k_base + b * p.k.batch_stride,
+        load_tile_async<Element, kHeadDim>(stage_k(st), k_base + b * p.k.batch_stride,
                                            p.k.row_stride, j * kTileN, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sV + stage * kTile, v_base + b * p.v.batch_stride,
+        load_tile_async<Element, kHeadDim>(stage_v(st), v_base + b * p.v.batch_stride,
                                            p.v.row_stride, j * kTileN, N, d, tid);
+        if (bm_mode == kBmTile) {
+            float* dst = stage_bm(st);
+            const float* src = bm_slice + int64_t(row0) * p.Npad + j * kTileN;
+#pragma unroll
+            for (int c = tid; c < kTileM * (kTileN / 4); c += kNumThreads) {
+                const int r = c / (kTileN / 4), cc = (c % (kTileN / 4)) * 4;
+                cp_async_16(smem_u32(dst + r * kBmTilePitch + cc), src + int64_t(r) * p.Npad + cc, 16);
+            }
+        }
     };
 
-    if (strip) {
+    if (bm_mode == kBmStrip) {
         // rows row0 .. row0 + 63 of the padded bm slice, all Npad columns.
         const int chunks_per_row = p.Npad / 4;
         for (int c = tid; c < kTileM * chunks_per_row; c += kNumThreads) {
@@ -100,28 +137,27 @@ window_attn_fwd_kernel(const FwdParams p) {
                         bm_slice + int64_t(row0 + r) * p.Npad + cc * 4, 16);
         }
     }
-#pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {
-        if (st < n_items) issue_loads(st);
+    for (int st = 0; st < stages - 1; ++st) {
+        if (st < n_items) issue_loads();
         cp_async_commit();
     }
 
     float o_acc[kDT][4];
     float row_max[2], row_sum[2], row_factor[2];
-    const Element* tQ = sQ;   // q tile of the current window (its first item's stage)
+    const Element* tQ = stage_q(0);   // q tile of the current window (its first item's stage)
 
+    int ti = 0, j = 0, stage = 0;   // compute cursor
     for (int item = 0; item < n_items; ++item) {
-        cp_async_wait<kStages - 2>();
+        cp_async_wait_stages(stages);
         __syncthreads();
-        if (item + kStages - 1 < n_items) issue_loads(item + kStages - 1);
+        if (item + stages - 1 < n_items) issue_loads();
         cp_async_commit();
 
-        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
-        const int stage = item % kStages;
-        if (j == 0) tQ = sQ + stage * kTile;
-        const Element* tK = sK + stage * kTile;
-        const Element* tV = sV + stage * kTile;
-        float* kinv = sKinv + stage * kTileN;
+        if (j == 0) tQ = stage_q(stage);
+        const Element* tK = stage_k(stage);
+        const Element* tV = stage_v(stage);
+        float* kinv = stage_kinv(stage);
+        const float* bm_tile = stage_bm(stage);
         if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
 
         if (j == 0) {
@@ -165,8 +201,8 @@ window_attn_fwd_kernel(const FwdParams p) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = row0 + warp * 16 + g + 8 * r;
-            const float* bm_row = strip ? sBm + (row - row0) * bm_pitch + key0
-                                        : (has_bm ? bm_slice + int64_t(row) * p.Npad + key0 : nullptr);
+            const float* bm_row = bm_mode == kBmStrip ? sBm + (row - row0) * bm_pitch + key0
+                                                      : bm_tile + (row - row0) * kBmTilePitch;
             float mx = -INFINITY;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
@@ -179,8 +215,7 @@ window_attn_fwd_kernel(const FwdParams p) {
                     x1 *= kf.y;
                 }
                 if (has_bm) {
-                    const float2 bb = strip ? *reinterpret_cast<const float2*>(bm_row + c)
-                                            : __ldg(reinterpret_cast<const float2*>(bm_row + c));
+                    const float2 bb = *reinterpret_cast<const float2*>(bm_row + c);
                     x0 += bb.x;
                     x1 += bb.y;
                 } else {
@@ -237,7 +272,7 @@ window_attn_fwd_kernel(const FwdParams p) {
             // This warp's 16 rows of the current stage's q buffer are free (the window's q
             // fragments were read at its first item, and only that item loads q into a stage):
             // stage O there, then write whole 16-byte row chunks.
-            Element* sOut = sQ + stage * kTile + warp * 16 * Shape::kPitch;
+            Element* sOut = stage_q(stage) + warp * 16 * Shape::kPitch;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int lrow = g + 8 * r;
@@ -263,23 +298,42 @@ window_attn_fwd_kernel(const FwdParams p) {
                         *reinterpret_cast<const uint4*>(sOut + lrow * Shape::kPitch + col);
             }
         }
+        if (++j == n_key_tiles) { j = 0; ++ti; }
+        if (++stage == stages) stage = 0;
     }
 }
 
 template <typename Element, int kHeadDim>
 cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
-    const bool strip = params.bm != nullptr && params.Npad <= kBmStripMaxNpad;
-    const size_t smem = FwdConfig<kHeadDim>::bytes(params.Npad, strip);
-    int ctas_per_sm = 0;
-    cudaError_t err =
-        prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas_per_sm);
-    if (err != cudaSuccess) return err;
-    // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
+    using Layout = FwdLayout<kHeadDim>;
+    const int bm_mode = params.bm == nullptr ? kBmNone : (params.Npad <= kBmStripMaxNpad ? kBmStrip : kBmTile);
+    // Pick the pipeline depth that keeps the most bytes in flight per SM: CTAs per SM times the
+    // items each has outstanding (stages - 1); ties go to fewer stages (more CTAs).
     FwdParams p = params;
-    window_attn_plan_chunks(p, num_sms(), ctas_per_sm, /*waves=*/1);
+    int best_score = -1, best_ctas = 1;
+    size_t best_smem = 0;
+    for (int stages = 2; stages <= kMaxStages; ++stages) {
+        const size_t smem = Layout::bytes(bm_mode, stages, p.Npad);
+        int ctas = 0;
+        if (smem > max_smem_per_block()) {
+            if (stages == 2) return cudaErrorInvalidValue;
+            break;
+        }
+        cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+        if (err != cudaSuccess) return err;
+        const int score = ctas * (stages - 1);
+        if (ctas >= 1 && score > best_score) {
+            best_score = score;
+            best_ctas = ctas;
+            best_smem = smem;
+            p.stages = stages;
+        }
+    }
+    // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
+    window_attn_plan_chunks(p, num_sms(), best_ctas, /*waves=*/1);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    window_attn_fwd_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    window_attn_fwd_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, best_smem, stream>>>(p);
     return cudaGetLastError();
 }
 

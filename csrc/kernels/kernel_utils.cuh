@@ -12,6 +12,7 @@
 namespace fwa {
 
 #define FWA_DEVICE __device__ __forceinline__
+#define FWA_HOST_DEVICE __host__ __device__ __forceinline__
 
 template <typename T> struct ElementTraits;
 template <> struct ElementTraits<__half> {
@@ -42,6 +43,11 @@ FWA_DEVICE uint32_t smem_u32(const void* p) {
 // 16-byte async copy global -> shared; src_bytes = 0 zero-fills the destination.
 FWA_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes));
+}
+// 4-byte async copy (for fp32 row statistics, whose rows need not be 16-byte aligned).
+FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes));
 }
 FWA_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

@@ -43,6 +43,7 @@ struct FwdParams {
     // Windows b = w + nW * t that share the same bm slice are processed by one CTA in chunks of
     // `chunk` consecutive t; there are n_chunks chunks per (h, w, m-block).
     int chunk = 1, n_chunks = 1;
+    int stages = 2;                    // forward pipeline depth (set by its launcher)
 };
 
 struct BwdParams : FwdParams {
