@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     constexpr int kKS = kHeadDim / 16;    // k16 steps of q kᵀ
 
     const int stages = p.stages;
-    const int bm_mode = p.bm == nullptr ? kBmNone : (p.Npad <= kBmStripMaxNpad ? kBmStrip : kBmTile);
+    const int bm_mode = p.bm == nullptr ? kBmNone : p.bm_mode;
     const size_t stage_bytes = Layout::stage_bytes(bm_mode);
     extern __shared__ __align__(16) unsigned char smem_raw[];
     auto stage_q = [&](int st) { return reinterpret_cast<Element*>(smem_raw + st * stage_bytes); };
@@ -306,29 +306,37 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
 template <typename Element, int kHeadDim>
 cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
-    const int bm_mode = params.bm == nullptr ? kBmNone : (params.Npad <= kBmStripMaxNpad ? kBmStrip : kBmTile);
-    // Pick the pipeline depth that keeps the most bytes in flight per SM: CTAs per SM times the
-    // items each has outstanding (stages - 1); ties go to fewer stages (more CTAs).
+    // Pick the bias+mask placement and pipeline depth that keep the most bytes in flight per SM:
+    // CTAs per SM times the items each has outstanding (stages - 1). Ties go to the strip (read
+    // once per CTA instead of once per tile) and to fewer stages (more CTAs).
     FwdParams p = params;
     int best_score = -1, best_ctas = 1;
     size_t best_smem = 0;
-    for (int stages = 2; stages <= kMaxStages; ++stages) {
-        const size_t smem = Layout::bytes(bm_mode, stages, p.Npad);
-        int ctas = 0;
-        if (smem > max_smem_per_block()) {
-            if (stages == 2) return cudaErrorInvalidValue;
-            break;
-        }
-        cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
-        if (err != cudaSuccess) return err;
-        const int score = ctas * (stages - 1);
-        if (ctas >= 1 && score > best_score) {
-            best_score = score;
-            best_ctas = ctas;
-            best_smem = smem;
-            p.stages = stages;
+    const int modes[2] = {kBmStrip, kBmTile};
+    for (int mode : modes) {
+        if (p.bm == nullptr && mode == kBmTile) break;
+        if (p.bm != nullptr && mode == kBmStrip && p.Npad > kBmStripMaxNpad) continue;
+        const int layout_mode = p.bm == nullptr ? kBmNone : mode;
+        for (int stages = 2; stages <= kMaxStages; ++stages) {
+            const size_t smem = Layout::bytes(layout_mode, stages, p.Npad);
+            if (smem > max_smem_per_block()) {
+                if (stages == 2 && best_score < 0 && mode == kBmTile) return cudaErrorInvalidValue;
+                break;
+            }
+            int ctas = 0;
+            cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+            if (err != cudaSuccess) return err;
+            const int score = ctas * (stages - 1);
+            if (score > best_score) {
+                best_score = score;
+                best_ctas = ctas;
+                best_smem = smem;
+                p.stages = stages;
+                p.bm_mode = layout_mode;
+            }
         }
     }
+    if (best_score < 0) return cudaErrorInvalidValue;
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
     window_attn_plan_chunks(p, num_sms(), best_ctas, /*waves=*/1);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;

@@ -44,6 +44,7 @@ struct FwdParams {
     // `chunk` consecutive t; there are n_chunks chunks per (h, w, m-block).
     int chunk = 1, n_chunks = 1;
     int stages = 2;                    // forward pipeline depth (set by its launcher)
+    int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
 };
 
 struct BwdParams : FwdParams {

@@ -23,8 +23,22 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
         return;
     }
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
-    const int64_t target = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1) * std::max(waves, 1);
-    const int64_t n_chunks = std::min<int64_t>(std::max<int64_t>(target / base, 1), nB);
+    const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
+    // Fewest chunks (most windows per CTA: bias/mask and partial writes amortised best) whose
+    // grid fills the waves it occupies to >= 85%; otherwise the best-filling count.
+    const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * std::max(waves, 1) * 4 / base, 1));
+    int64_t n_chunks = 1;
+    double best_fill = -1.0;
+    for (int64_t n = 1; n <= max_chunks; ++n) {
+        const int64_t chunk_n = (nB + n - 1) / n;
+        const int64_t ctas = base * ((nB + chunk_n - 1) / chunk_n);
+        const double fill = double(ctas) / double(((ctas + cap - 1) / cap) * cap);
+        if (fill > best_fill + 1e-9) {
+            best_fill = fill;
+            n_chunks = n;
+        }
+        if (fill >= 0.85 && ctas >= std::min<int64_t>(cap, base * nB)) break;
+    }
     const int64_t chunk = (nB + n_chunks - 1) / n_chunks;
     p.chunk = static_cast<int>(chunk);
     p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
