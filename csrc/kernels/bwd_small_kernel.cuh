@@ -1,7 +1,8 @@
 // Window-attention backward for N <= 64 (one 64x64 tile per window), fp16/bf16, mma.sync.
 //
-// For each window the whole backward is done on chip from q, k, v, dout and the forward's lse:
-//   P = exp(S - lse), dP = dout vᵀ, D_i = Σ_j P_ij dP_ij (= dout_i · out_i), dS = P ∘ (dP - D)
+// For each window the whole backward is done on chip from q, k, v and dout:
+//   P = softmax(S) (recomputed), dP = dout vᵀ, D_i = Σ_j P_ij dP_ij (= dout_i · out_i),
+//   dS = P ∘ (dP - D)
 //   dv = Pᵀ dout, dq = f'(dS k), dk = f'(dSᵀ q), dbias += dS, dalpha += Σ dS ∘ cos
 // (f' includes the scale and, for V2, the backward of the normalisation). Nothing of size N² per
 // window leaves the chip.
@@ -108,14 +109,6 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
         float* kinv = sKinv + (item & 1) * kTileN;
         if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
 
-        // lse of this warp's rows, in log2 units; padded rows get +inf so their P is 0.
-        float lse2[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int row = warp * 16 + g + 8 * r;
-            lse2[r] = row < N ? p.lse[(b * p.H + h) * N + row] * kLog2e : INFINITY;
-        }
-
         // S = q kᵀ and dP = dout vᵀ for this warp's 16 query rows.
         float s[kNT][4], dp[kNT][4];
 #pragma unroll
@@ -152,14 +145,19 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             __syncthreads();   // key norms
         }
 
-        // P, D, dS (kept in s), dbias.
+        // P, D, dS (kept in s), dbias. The whole row is on chip, so P is renormalised here from
+        // the logits (max, sum) instead of exp(S - lse): exact where softmax is degenerate (N = 1,
+        // single surviving key: P = 1 and dS = 0 exactly) and free of the rounding of a large lse.
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = warp * 16 + g + 8 * r;
             const float al = alpha * kLog2e;
-            // dalpha = Σ_j dS_ij cos_ij = Σ_j P dP cos - D Σ_j P cos, accumulated in fp32 here
-            // (rounding dS to 16 bits first would cost its accuracy).
-            float dsum = 0.f, pdc = 0.f, pc = 0.f;
+            const float* bm_row = sBm + row * kBmPitch;
+            auto logit = [&](float c, int col, float bmv) {
+                return has_bm ? fmaf(c, al, bmv) : (col < N ? c * al : -INFINITY);
+            };
+            // Pass 1: s <- cos (V2) or q·k (V1), row max of the logits.
+            float mx = -INFINITY;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const int c = nt * 8 + 2 * t4;
@@ -169,35 +167,53 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                     c0 *= q_inv[r] * kf.x;
                     c1 *= q_inv[r] * kf.y;
                 }
-                float x0 = c0 * al, x1 = c1 * al;
-                if (has_bm) {
-                    const float2 bb = *reinterpret_cast<const float2*>(sBm + row * kBmPitch + c);
-                    x0 += bb.x;
-                    x1 += bb.y;
-                } else {
-                    if (c >= N) x0 = -INFINITY;
-                    if (c + 1 >= N) x1 = -INFINITY;
-                }
-                const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
+                s[nt][2 * r] = c0;
+                s[nt][2 * r + 1] = c1;
+                const float2 bb = has_bm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
+                mx = fmaxf(mx, fmaxf(logit(c0, c, bb.x), logit(c1, c + 1, bb.y)));
+            }
+            mx = quad_max(mx);
+            const float m_use = mx == -INFINITY ? 0.f : mx;
+            // Pass 2: unnormalised p, its sum, Σ p dP, and for dalpha Σ p dP cos, Σ p cos
+            // (dalpha = Σ_j dS_ij cos_ij = Σ_j P dP cos - D Σ_j P cos, kept in fp32: rounding dS
+            // to 16 bits first would cost this heavily cancelling sum its accuracy).
+            float psum = 0.f, dsum = 0.f, pdc = 0.f, pc = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;
+                const float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
+                const float2 bb = has_bm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
+                const float p0 = fast_exp2(logit(c0, c, bb.x) - m_use);
+                const float p1 = fast_exp2(logit(c1, c + 1, bb.y) - m_use);
                 s[nt][2 * r] = p0;
                 s[nt][2 * r + 1] = p1;
-                dsum = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], dsum));
+                psum += p0 + p1;
+                const float pd0 = p0 * dp[nt][2 * r], pd1 = p1 * dp[nt][2 * r + 1];
+                dsum += pd0 + pd1;
                 if (cosine) {
-                    pdc = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc));
+                    pdc = fmaf(pd0, c0, fmaf(pd1, c1, pdc));
                     pc = fmaf(p0, c0, fmaf(p1, c1, pc));
                 }
             }
-            dsum = quad_sum(dsum);
+            const float l = quad_sum(psum);
+            // Rows past N (zero q and dout) and rows whose logits are all -inf get P = 0.
+            const float inv = (row < N && l > 0.f) ? 1.f / l : 0.f;
+            const float D = quad_sum(dsum) * inv;
             if (cosine) {
-                const float contrib = quad_sum(pdc) - dsum * quad_sum(pc);
+                const float contrib = (quad_sum(pdc) - D * quad_sum(pc)) * inv;
                 if (t4 == 0) dalpha_acc += contrib;
             }
+            // Pass 3: P = p / l, dS = P (dP - D).
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
-                dp[nt][2 * r] = s[nt][2 * r] * (dp[nt][2 * r] - dsum);
-                dp[nt][2 * r + 1] = s[nt][2 * r + 1] * (dp[nt][2 * r + 1] - dsum);
-                dbias_acc[nt][2 * r] += dp[nt][2 * r];
-                dbias_acc[nt][2 * r + 1] += dp[nt][2 * r + 1];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float pn = s[nt][2 * r + e] * inv;
+                    s[nt][2 * r + e] = pn;
+                    const float gs = pn * (dp[nt][2 * r + e] - D);
+                    dp[nt][2 * r + e] = gs;
+                    dbias_acc[nt][2 * r + e] += gs;
+                }
             }
         }
         // P and dS·(1/||q_i||) to shared memory for the key-side products.
