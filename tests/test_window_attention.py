@@ -372,6 +372,21 @@ def test_cuda_n1024(dtype, d):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("N,d", [(49, 32), (100, 64), (144, 32), (256, 32), (576, 32), (1024, 16), (300, 128)])
+def test_cuda_many_windows_per_cta(dtype, N, d):
+    """Enough windows that every CTA walks several of them (and several key tiles each): catches
+    pipeline stages reused before a window is done, which one window per CTA never exercises."""
+    dt = DTYPES[dtype]
+    nW = 4
+    B_ = max(64, 8 * 132 // max(1, (N + 63) // 64)) // nW * nW
+    B_ = min(B_, 4 * 1024 * 1024 // (N * d)) // nW * nW or nW
+    problem = make_problem(B_, 2, N, d, dtype=dt, device="cuda", version="v2", bias="hnn",
+                           mask="shift", nW=nW, layout="packed", seed=7 * N + d)
+    run_and_check(problem, dt, "cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("H", [1, 2])
 def test_cuda_many_windows(dtype, H):
     """2**17 windows (N = 49, d = 32): fwd + bwd over all of them; every window is compared with the

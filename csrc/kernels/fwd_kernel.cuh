@@ -144,7 +144,9 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
 
     float o_acc[kDT][4];
     float row_max[2], row_sum[2], row_factor[2];
-    const Element* tQ = stage_q(0);   // q tile of the current window (its first item's stage)
+    // The window's q fragments live in registers from its first item on: the stage that item's
+    // q tile was loaded into may receive the next window's q before this window's last key tile.
+    uint32_t q_frag[kKS][4];
 
     int ti = 0, j = 0, stage = 0;   // compute cursor
     for (int item = 0; item < n_items; ++item) {
@@ -153,7 +155,6 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
         if (item + stages - 1 < n_items) issue_loads();
         cp_async_commit();
 
-        if (j == 0) tQ = stage_q(stage);
         const Element* tK = stage_k(stage);
         const Element* tV = stage_v(stage);
         float* kinv = stage_kinv(stage);
@@ -172,17 +173,21 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
 #pragma unroll
         for (int i = 0; i < kNT; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
         float ss0 = 0.f, ss1 = 0.f;
+        if (j == 0) {
+#pragma unroll
+            for (int ks = 0; ks < kKS; ++ks) {
+                load_a_frag<kHeadDim>(stage_q(stage), warp * 16, ks * 16, lane, q_frag[ks]);
+                if (cosine) accumulate_sumsq<Element>(q_frag[ks], ss0, ss1);
+            }
+        }
 #pragma unroll
         for (int ks = 0; ks < kKS; ++ks) {
-            uint32_t a[4];
-            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
-            if (j == 0 && cosine) accumulate_sumsq<Element>(a, ss0, ss1);
 #pragma unroll
             for (int np = 0; np < kNT / 2; ++np) {
                 uint32_t b[4];
                 load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, b);
-                mma_16816<Element>(s[2 * np], a, b[0], b[1]);
-                mma_16816<Element>(s[2 * np + 1], a, b[2], b[3]);
+                mma_16816<Element>(s[2 * np], q_frag[ks], b[0], b[1]);
+                mma_16816<Element>(s[2 * np + 1], q_frag[ks], b[2], b[3]);
             }
         }
         if (j == 0) {
