@@ -13,7 +13,7 @@
 // S/dP/dq and 16 key rows for dk/dv; P and dS go through shared memory between the two phases.
 #pragma once
 #include "launch_utils.h"
-#include "tile_io.cuh"
+#include "warp_mma.cuh"
 
 namespace fwa {
 
@@ -31,10 +31,8 @@ template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(const BwdParams p) {
     using Tr = ElementTraits<Element>;
     constexpr int kTile = TileShape<kHeadDim>::kElems;
-    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
-    constexpr int kKS = kHeadDim / 16;
     constexpr int kBmPitch = kTileN + 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -111,33 +109,13 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
 
         // S = q kᵀ and dP = dout vᵀ for this warp's 16 query rows.
         float s[kNT][4], dp[kNT][4];
-#pragma unroll
-        for (int i = 0; i < kNT; ++i) {
-            s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-            dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
-        }
+        zero_acc(s);
+        zero_acc(dp);
         float ss0 = 0.f, ss1 = 0.f;
-#pragma unroll
-        for (int ks = 0; ks < kKS; ++ks) {
-            uint32_t a[4];
-            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
+        warp_mma_abt<kHeadDim>(s, tQ, warp * 16, tK, lane, [&](const uint32_t (&a)[4]) {
             if (cosine) accumulate_sumsq<Element>(a, ss0, ss1);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
-            }
-            load_a_frag<kHeadDim>(tO, warp * 16, ks * 16, lane, a);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tV, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
-            }
-        }
+        });
+        warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
         float q_inv[2] = {1.f, 1.f};
         if (cosine) {
             q_inv[0] = inv_norm_from_sumsq(quad_sum(ss0));
@@ -229,65 +207,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             }
         }
 
-        // dq' = (dS · diag(1/||k||)) k  for this warp's rows.
+        // dq' = (dS · diag(1/||k||)) k for this warp's rows; V1 dq = scale dq',
+        // V2 dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
         {
             float dq[kDT][4];
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
-#pragma unroll
-            for (int kk = 0; kk < kNT / 2; ++kk) {
-                float kf[4] = {1.f, 1.f, 1.f, 1.f};
-                if (cosine) {
-                    const float2 k0 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 2 * t4);
-                    const float2 k1 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 8 + 2 * t4);
-                    kf[0] = k0.x; kf[1] = k0.y; kf[2] = k1.x; kf[3] = k1.y;
-                }
-                uint32_t a[4];
-                a[0] = Tr::pack(dp[2 * kk][0] * kf[0], dp[2 * kk][1] * kf[1]);
-                a[1] = Tr::pack(dp[2 * kk][2] * kf[0], dp[2 * kk][3] * kf[1]);
-                a[2] = Tr::pack(dp[2 * kk + 1][0] * kf[2], dp[2 * kk + 1][1] * kf[3]);
-                a[3] = Tr::pack(dp[2 * kk + 1][2] * kf[2], dp[2 * kk + 1][3] * kf[3]);
-#pragma unroll
-                for (int dd = 0; dd < kHeadDim / 16; ++dd) {
-                    uint32_t bf[4];
-                    load_b_frag_kn<kHeadDim>(tK, kk * 16, dd * 16, lane, bf);
-                    mma_16816<Element>(dq[2 * dd], a, bf[0], bf[1]);
-                    mma_16816<Element>(dq[2 * dd + 1], a, bf[2], bf[3]);
-                }
-            }
-            // Epilogue: V1 dq = scale dq'; V2 dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
-            Element* dq_ptr = static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int row = warp * 16 + g + 8 * r;
-                float dot = 0.f;
-                float qh[kDT][2];
-                if (cosine) {
-#pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tQ + row * kPitch + i * 8 + 2 * t4));
-                        qh[i][0] = x.x * q_inv[r];
-                        qh[i][1] = x.y * q_inv[r];
-                        dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
-                    }
-                    dot = quad_sum(dot) * norm_projection(q_inv[r]);
-                }
-                const float f = cosine ? alpha * q_inv[r] : alpha;
-                if (row < N) {
-#pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const int col = i * 8 + 2 * t4;
-                        float v0 = dq[i][2 * r], v1 = dq[i][2 * r + 1];
-                        if (cosine) {
-                            v0 -= qh[i][0] * dot;
-                            v1 -= qh[i][1] * dot;
-                        }
-                        if (col < d)
-                            *reinterpret_cast<uint32_t*>(dq_ptr + row * p.dq.row_stride + col) =
-                                Tr::pack(v0 * f, v1 * f);
-                    }
-                }
-            }
+            zero_acc(dq);
+            warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
+            warp_store_grad_rows<kHeadDim>(
+                dq, cosine, tQ, warp * 16, q_inv, alpha,
+                static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                p.dq.row_stride, warp * 16, N, d, lane);
         }
         __syncthreads();   // P and dS tiles complete
 
@@ -298,8 +227,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             const Element* sA = which == 0 ? sP : sG;
             const Element* sB = which == 0 ? tO : tQ;
             float acc[kDT][4];
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+            zero_acc(acc);
 #pragma unroll
             for (int kq = 0; kq < kTileM / 16; ++kq) {
                 uint32_t a[4];
@@ -312,43 +240,14 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                     mma_16816<Element>(acc[2 * dd + 1], a, bf[2], bf[3]);
                 }
             }
+            // dv = acc; dk: V1 scale dk', V2 alpha/||k|| (dk' - k̂ <k̂, dk'>).
             const TensorRef& dst = which == 0 ? p.dv : p.dk;
-            Element* out = static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int row = key + g + 8 * r;
-                float f = 1.f, dot = 0.f, kn = 1.f;
-                float kh[kDT][2];
-                if (which == 1) {
-                    f = alpha;
-                    if (cosine) {
-                        kn = kinv[row];
-                        f = alpha * kn;
-#pragma unroll
-                        for (int i = 0; i < kDT; ++i) {
-                            const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tK + row * kPitch + i * 8 + 2 * t4));
-                            kh[i][0] = x.x * kn;
-                            kh[i][1] = x.y * kn;
-                            dot = fmaf(kh[i][0], acc[i][2 * r], fmaf(kh[i][1], acc[i][2 * r + 1], dot));
-                        }
-                        dot = quad_sum(dot) * norm_projection(kn);
-                    }
-                }
-                if (row < N) {
-#pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const int col = i * 8 + 2 * t4;
-                        float v0 = acc[i][2 * r], v1 = acc[i][2 * r + 1];
-                        if (which == 1 && cosine) {
-                            v0 -= kh[i][0] * dot;
-                            v1 -= kh[i][1] * dot;
-                        }
-                        if (col < d)
-                            *reinterpret_cast<uint32_t*>(out + row * dst.row_stride + col) =
-                                Tr::pack(v0 * f, v1 * f);
-                    }
-                }
-            }
+            const float k_inv[2] = {cosine ? kinv[key + (lane >> 2)] : 1.f,
+                                    cosine ? kinv[key + (lane >> 2) + 8] : 1.f};
+            warp_store_grad_rows<kHeadDim>(
+                acc, which == 1 && cosine, tK, key, k_inv, which == 1 ? alpha : 1.f,
+                static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride,
+                dst.row_stride, key, N, d, lane);
         }
     }
 

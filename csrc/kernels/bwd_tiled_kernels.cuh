@@ -12,6 +12,7 @@
 // P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
 #pragma once
 #include "fwd_kernel.cuh"
+#include "warp_mma.cuh"
 
 namespace fwa {
 
@@ -73,12 +74,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
 
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const BwdParams p) {
-    using Tr = ElementTraits<Element>;
     constexpr int kTile = TileShape<kHeadDim>::kElems;
-    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
     constexpr int kDT = kHeadDim / 8;
-    constexpr int kKS = kHeadDim / 16;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Element* sK = reinterpret_cast<Element*>(smem_raw);
@@ -139,10 +137,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     }
 
     float dk[kDT][4], dv[kDT][4];
-#pragma unroll
-    for (int i = 0; i < kDT; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+    zero_acc(dk);
+    zero_acc(dv);
 
     for (int ib = 0; ib < n_blocks; ++ib) {
         cp_async_wait<0>();
@@ -159,30 +155,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
         float s[kNT][4], dp[kNT][4];
-#pragma unroll
-        for (int i = 0; i < kNT; ++i)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
-#pragma unroll
-        for (int ks = 0; ks < kKS; ++ks) {
-            uint32_t a[4];
-            load_a_frag<kHeadDim>(sK, warp * 16, ks * 16, lane, a);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tQ, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
-            }
-            load_a_frag<kHeadDim>(sV, warp * 16, ks * 16, lane, a);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tO, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
-            }
-        }
+        zero_acc(s);
+        zero_acc(dp);
+        warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
+        warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
 
         // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries.
 #pragma unroll
@@ -215,66 +191,18 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         }
 
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
-#pragma unroll
-        for (int kk = 0; kk < kNT / 2; ++kk) {
-            uint32_t ap[4], ag[4];
-            ap[0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
-            ap[1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
-            ap[2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            ap[3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            ag[0] = Tr::pack(dp[2 * kk][0], dp[2 * kk][1]);
-            ag[1] = Tr::pack(dp[2 * kk][2], dp[2 * kk][3]);
-            ag[2] = Tr::pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-            ag[3] = Tr::pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-#pragma unroll
-            for (int dd = 0; dd < kHeadDim / 16; ++dd) {
-                uint32_t bf[4];
-                load_b_frag_kn<kHeadDim>(tO, kk * 16, dd * 16, lane, bf);
-                mma_16816<Element>(dv[2 * dd], ap, bf[0], bf[1]);
-                mma_16816<Element>(dv[2 * dd + 1], ap, bf[2], bf[3]);
-                load_b_frag_kn<kHeadDim>(tQ, kk * 16, dd * 16, lane, bf);
-                mma_16816<Element>(dk[2 * dd], ag, bf[0], bf[1]);
-                mma_16816<Element>(dk[2 * dd + 1], ag, bf[2], bf[3]);
-            }
-        }
+        warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
+        warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
     }
 
     // Epilogue. V1: dk = scale dk'. V2: dk = alpha/||k|| (dk' - k̂ <k̂, dk'>).
-    Element* dk_ptr = static_cast<Element*>(p.dk.ptr) + b * p.dk.batch_stride + h * p.dk.head_stride;
-    Element* dv_ptr = static_cast<Element*>(p.dv.ptr) + b * p.dv.batch_stride + h * p.dv.head_stride;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int lrow = warp * 16 + g + 8 * r;
-        const int key = key0 + lrow;
-        float dot = 0.f;
-        float kh[kDT][2];
-        if (cosine) {
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) {
-                const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(sK + lrow * kPitch + i * 8 + 2 * t4));
-                kh[i][0] = x.x * k_inv[r];
-                kh[i][1] = x.y * k_inv[r];
-                dot = fmaf(kh[i][0], dk[i][2 * r], fmaf(kh[i][1], dk[i][2 * r + 1], dot));
-            }
-            dot = quad_sum(dot) * norm_projection(k_inv[r]);
-        }
-        const float f = cosine ? alpha * k_inv[r] : alpha;
-        if (key < N) {
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) {
-                const int col = i * 8 + 2 * t4;
-                if (col >= d) continue;
-                float v0 = dk[i][2 * r], v1 = dk[i][2 * r + 1];
-                if (cosine) {
-                    v0 -= kh[i][0] * dot;
-                    v1 -= kh[i][1] * dot;
-                }
-                *reinterpret_cast<uint32_t*>(dk_ptr + key * p.dk.row_stride + col) = Tr::pack(v0 * f, v1 * f);
-                *reinterpret_cast<uint32_t*>(dv_ptr + key * p.dv.row_stride + col) =
-                    Tr::pack(dv[i][2 * r], dv[i][2 * r + 1]);
-            }
-        }
-    }
+    auto dst = [&](const TensorRef& t) {
+        return static_cast<Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
+    };
+    warp_store_grad_rows<kHeadDim>(dk, cosine, sK, warp * 16, k_inv, alpha, dst(p.dk),
+                                   p.dk.row_stride, key0 + warp * 16, N, d, lane);
+    warp_store_grad_rows<kHeadDim>(dv, false, sK, warp * 16, k_inv, 1.f, dst(p.dv),
+                                   p.dv.row_stride, key0 + warp * 16, N, d, lane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,12 +220,9 @@ template <int kHeadDim> struct BwdQSmem {
 
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
-    using Tr = ElementTraits<Element>;
     constexpr int kTile = TileShape<kHeadDim>::kElems;
-    constexpr int kPitch = TileShape<kHeadDim>::kPitch;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
-    constexpr int kKS = kHeadDim / 16;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Element* sQ = reinterpret_cast<Element*>(smem_raw);
@@ -387,8 +312,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         const int64_t row_base = (b * p.H + h) * N;
 
         if (j == 0) {
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+            zero_acc(dq);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int row = row0 + warp * 16 + g + 8 * r;
@@ -401,30 +325,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
 
         float s[kNT][4], dp[kNT][4];
-#pragma unroll
-        for (int i = 0; i < kNT; ++i)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
-#pragma unroll
-        for (int ks = 0; ks < kKS; ++ks) {
-            uint32_t a[4];
-            load_a_frag<kHeadDim>(tQ, warp * 16, ks * 16, lane, a);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(s[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(s[2 * np + 1], a, bf[2], bf[3]);
-            }
-            load_a_frag<kHeadDim>(tO, warp * 16, ks * 16, lane, a);
-#pragma unroll
-            for (int np = 0; np < kNT / 2; ++np) {
-                uint32_t bf[4];
-                load_b_frag_nk<kHeadDim>(tV, np * 16, ks * 16, lane, bf);
-                mma_16816<Element>(dp[2 * np], a, bf[0], bf[1]);
-                mma_16816<Element>(dp[2 * np + 1], a, bf[2], bf[3]);
-            }
-        }
+        zero_acc(s);
+        zero_acc(dp);
+        warp_mma_abt<kHeadDim>(s, tQ, warp * 16, tK, lane);
+        warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
 
         const int key0 = j * kTileN;
 #pragma unroll
@@ -473,63 +377,21 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
 
         // dq' += (dS diag(1/||k||)) k
-#pragma unroll
-        for (int kk = 0; kk < kNT / 2; ++kk) {
-            float kf[4] = {1.f, 1.f, 1.f, 1.f};
-            if (cosine) {
-                const float2 k0 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 2 * t4);
-                const float2 k1 = *reinterpret_cast<const float2*>(kinv + kk * 16 + 8 + 2 * t4);
-                kf[0] = k0.x; kf[1] = k0.y; kf[2] = k1.x; kf[3] = k1.y;
-            }
-            uint32_t a[4];
-            a[0] = Tr::pack(dp[2 * kk][0] * kf[0], dp[2 * kk][1] * kf[1]);
-            a[1] = Tr::pack(dp[2 * kk][2] * kf[0], dp[2 * kk][3] * kf[1]);
-            a[2] = Tr::pack(dp[2 * kk + 1][0] * kf[2], dp[2 * kk + 1][1] * kf[3]);
-            a[3] = Tr::pack(dp[2 * kk + 1][2] * kf[2], dp[2 * kk + 1][3] * kf[3]);
-#pragma unroll
-            for (int dd = 0; dd < kHeadDim / 16; ++dd) {
-                uint32_t bf[4];
-                load_b_frag_kn<kHeadDim>(tK, kk * 16, dd * 16, lane, bf);
-                mma_16816<Element>(dq[2 * dd], a, bf[0], bf[1]);
-                mma_16816<Element>(dq[2 * dd + 1], a, bf[2], bf[3]);
-            }
-        }
+        warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
 
         if (j == n_key_tiles - 1) {
-            Element* dq_ptr = static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride;
+            if (cosine) {
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int lrow = warp * 16 + g + 8 * r;
-                const int row = row0 + lrow;
-                float dot = 0.f;
-                float qh[kDT][2];
-                if (cosine) {
-#pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(tQ + lrow * kPitch + i * 8 + 2 * t4));
-                        qh[i][0] = x.x * q_inv[r];
-                        qh[i][1] = x.y * q_inv[r];
-                        dot = fmaf(qh[i][0], dq[i][2 * r], fmaf(qh[i][1], dq[i][2 * r + 1], dot));
-                    }
-                    dot = quad_sum(dot) * norm_projection(q_inv[r]);
+                for (int r = 0; r < 2; ++r) {
                     const float contrib = quad_sum(pdc[r]) - quad_sum(pdp[r]) * quad_sum(pc[r]);
                     if (t4 == 0) dalpha_acc += contrib;
                 }
-                const float f = cosine ? alpha * q_inv[r] : alpha;
-                if (row < N) {
-#pragma unroll
-                    for (int i = 0; i < kDT; ++i) {
-                        const int col = i * 8 + 2 * t4;
-                        if (col >= d) continue;
-                        float v0 = dq[i][2 * r], v1 = dq[i][2 * r + 1];
-                        if (cosine) {
-                            v0 -= qh[i][0] * dot;
-                            v1 -= qh[i][1] * dot;
-                        }
-                        *reinterpret_cast<uint32_t*>(dq_ptr + row * p.dq.row_stride + col) = Tr::pack(v0 * f, v1 * f);
-                    }
-                }
             }
+            // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
+            warp_store_grad_rows<kHeadDim>(
+                dq, cosine, tQ, warp * 16, q_inv, alpha,
+                static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                p.dq.row_stride, row0 + warp * 16, N, d, lane);
         }
     }
 

@@ -11,7 +11,7 @@
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
 #pragma once
 #include "launch_utils.h"
-#include "tile_io.cuh"
+#include "warp_mma.cuh"
 
 namespace fwa {
 
@@ -162,16 +162,14 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
         if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
 
         if (j == 0) {
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.f;
+            zero_acc(o_acc);
             row_max[0] = row_max[1] = -INFINITY;
             row_sum[0] = row_sum[1] = 0.f;
         }
 
         // S = q kᵀ for this warp's 16 rows and the 64 keys of the tile.
         float s[kNT][4];
-#pragma unroll
-        for (int i = 0; i < kNT; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+        zero_acc(s);
         float ss0 = 0.f, ss1 = 0.f;
         if (j == 0) {
 #pragma unroll
@@ -254,21 +252,7 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
         }
 
         // O += P v
-#pragma unroll
-        for (int kk = 0; kk < kNT / 2; ++kk) {
-            uint32_t a[4];
-            a[0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
-            a[1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
-            a[2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            a[3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-            for (int dp = 0; dp < kHeadDim / 16; ++dp) {
-                uint32_t b[4];
-                load_b_frag_kn<kHeadDim>(tV, kk * 16, dp * 16, lane, b);
-                mma_16816<Element>(o_acc[2 * dp], a, b[0], b[1]);
-                mma_16816<Element>(o_acc[2 * dp + 1], a, b[2], b[3]);
-            }
-        }
+        warp_mma_pb<kHeadDim>(o_acc, s, nullptr, tV, lane);
 
         if (j == n_key_tiles - 1) {
             const int64_t b = window_of(ti);

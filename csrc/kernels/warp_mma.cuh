@@ -1,0 +1,116 @@
+// Warp-level building blocks shared by the forward and backward kernels. Each warp owns 16 rows
+// of a product; fragments follow the mma.m16n8k16 layouts described in kernel_utils.cuh.
+#pragma once
+#include "tile_io.cuh"
+
+namespace fwa {
+
+template <int kNT> FWA_DEVICE void zero_acc(float (&acc)[kNT][4]) {
+#pragma unroll
+    for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+}
+
+// acc (16 x 64) += A · Bᵀ: A = rows a_row0..a_row0+15 of the row-major tile tA (kHeadDim
+// columns), B = the 64 rows of tile tB stored [n][k] (e.g. S = q kᵀ, dP = dout vᵀ). on_a(a) sees
+// every A fragment once (e.g. to accumulate row norms).
+template <int kHeadDim, typename Element, typename OnA>
+FWA_DEVICE void warp_mma_abt(float (&acc)[kTileN / 8][4], const Element* tA, int a_row0,
+                             const Element* tB, int lane, OnA&& on_a) {
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+        uint32_t a[4];
+        load_a_frag<kHeadDim>(tA, a_row0, ks * 16, lane, a);
+        on_a(a);
+#pragma unroll
+        for (int np = 0; np < kTileN / 16; ++np) {
+            uint32_t b[4];
+            load_b_frag_nk<kHeadDim>(tB, np * 16, ks * 16, lane, b);
+            mma_16816<Element>(acc[2 * np], a, b[0], b[1]);
+            mma_16816<Element>(acc[2 * np + 1], a, b[2], b[3]);
+        }
+    }
+}
+template <int kHeadDim, typename Element>
+FWA_DEVICE void warp_mma_abt(float (&acc)[kTileN / 8][4], const Element* tA, int a_row0,
+                             const Element* tB, int lane) {
+    warp_mma_abt<kHeadDim>(acc, tA, a_row0, tB, lane, [](const uint32_t (&)[4]) {});
+}
+
+// acc (16 x kHeadDim) += P · B: P (16 x 64) given as the C fragments of an earlier product,
+// optionally scaled per column by col_scale[64] (shared memory), rounded to Element; B = the 64 x
+// kHeadDim tile tB stored [k][n] (e.g. out = P v, dq' = dS k, dv = Pᵀ dout).
+template <int kHeadDim, typename Element>
+FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTileN / 8][4],
+                            const float* col_scale, const Element* tB, int lane) {
+    using Tr = ElementTraits<Element>;
+    const int t4 = lane & 3;
+#pragma unroll
+    for (int kk = 0; kk < kTileN / 16; ++kk) {
+        float f[4] = {1.f, 1.f, 1.f, 1.f};
+        if (col_scale != nullptr) {
+            const float2 f0 = *reinterpret_cast<const float2*>(col_scale + kk * 16 + 2 * t4);
+            const float2 f1 = *reinterpret_cast<const float2*>(col_scale + kk * 16 + 8 + 2 * t4);
+            f[0] = f0.x; f[1] = f0.y; f[2] = f1.x; f[3] = f1.y;
+        }
+        uint32_t a[4];
+        a[0] = Tr::pack(p[2 * kk][0] * f[0], p[2 * kk][1] * f[1]);
+        a[1] = Tr::pack(p[2 * kk][2] * f[0], p[2 * kk][3] * f[1]);
+        a[2] = Tr::pack(p[2 * kk + 1][0] * f[2], p[2 * kk + 1][1] * f[3]);
+        a[3] = Tr::pack(p[2 * kk + 1][2] * f[2], p[2 * kk + 1][3] * f[3]);
+#pragma unroll
+        for (int dd = 0; dd < kHeadDim / 16; ++dd) {
+            uint32_t b[4];
+            load_b_frag_kn<kHeadDim>(tB, kk * 16, dd * 16, lane, b);
+            mma_16816<Element>(acc[2 * dd], a, b[0], b[1]);
+            mma_16816<Element>(acc[2 * dd + 1], a, b[2], b[3]);
+        }
+    }
+}
+
+// Writes the gradient rows a warp holds in `acc` (rows lrow0 + g and lrow0 + g + 8 of a tile):
+//   V1 / plain:  f · acc
+//   V2 (cosine): f · inv · (acc - x̂ <x̂, acc>), x̂ = inv · x, x the input rows (tile tX),
+// the backward of x̂ = x / max(||x||, eps) scaled by f (the logit scale); the projection is
+// dropped where the norm was clamped (norm_projection). Rows >= N and columns >= d are skipped.
+template <int kHeadDim, typename Element>
+FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool cosine,
+                                     const Element* tX, int lrow0, const float (&inv)[2], float f,
+                                     Element* dst, int64_t row_stride, int grow0, int N, int d,
+                                     int lane) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kDT = kHeadDim / 8;
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lrow = lrow0 + g + 8 * r;
+        float dot = 0.f;
+        float xh[kDT][2];
+        if (cosine) {
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) {
+                const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(
+                    tX + lrow * TileShape<kHeadDim>::kPitch + i * 8 + 2 * t4));
+                xh[i][0] = x.x * inv[r];
+                xh[i][1] = x.y * inv[r];
+                dot = fmaf(xh[i][0], acc[i][2 * r], fmaf(xh[i][1], acc[i][2 * r + 1], dot));
+            }
+            dot = quad_sum(dot) * norm_projection(inv[r]);
+        }
+        const float fr = cosine ? f * inv[r] : f;
+        const int row = grow0 + g + 8 * r;
+        if (row >= N) continue;
+#pragma unroll
+        for (int i = 0; i < kDT; ++i) {
+            const int col = i * 8 + 2 * t4;
+            if (col >= d) continue;
+            float v0 = acc[i][2 * r], v1 = acc[i][2 * r + 1];
+            if (cosine) {
+                v0 -= xh[i][0] * dot;
+                v1 -= xh[i][1] * dot;
+            }
+            *reinterpret_cast<uint32_t*>(dst + int64_t(row) * row_stride + col) = Tr::pack(v0 * fr, v1 * fr);
+        }
+    }
+}
+
+}  // namespace fwa
