@@ -3,9 +3,11 @@
 //   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key tiles), out = P v, lse = log Σ exp S
 //
 // Work split: a CTA owns one (query block of 64 rows, head h, bm window w) and a chunk of the
-// windows b = w + nW * t that share the same bias+mask slice, so the slice is fetched once per CTA
-// (kept in shared memory for N <= 256, read through L2 otherwise) and the loop over windows
-// double-buffers q/k/v tiles with cp.async. Each of the 4 warps owns 16 query rows.
+// windows b = w + nW * t that share the same bias+mask slice, walking their (window, key tile)
+// items through a cp.async pipeline whose depth (2-4 stages) the launcher picks to keep the most
+// bytes in flight. The bias+mask slice is either held for the whole CTA as a strip of its 64 rows
+// (N <= 256) or streamed as one 64x64 tile per stage, whichever keeps more in flight. Each of
+// the 4 warps owns 16 query rows; a window's q fragments stay in registers for all its key tiles.
 // For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
@@ -20,8 +22,8 @@ constexpr int kBmTilePitch = kTileN + 8; // fp32 pitch of a per-stage bm tile (c
 constexpr int kMaxStages = 4;
 
 // Shared-memory layout of the forward, decided at launch: `stages` pipeline stages, each holding
-// the q, k, v tiles, the key inverse norms and (for N > 256, bm_mode == kBmTile) a 64x64 bm tile,
-// followed (for N <= 256, bm_mode == kBmStrip) by the bm strip of the CTA's 64 query rows.
+// the q, k, v tiles, the key inverse norms and (bm_mode == kBmTile) a 64x64 bm tile, followed
+// (bm_mode == kBmStrip, only for N <= 256) by the bm strip of the CTA's 64 query rows.
 enum BmMode { kBmNone = 0, kBmStrip = 1, kBmTile = 2 };
 
 template <int kHeadDim> struct FwdLayout {
