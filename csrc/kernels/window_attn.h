@@ -75,8 +75,9 @@ cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s);
 bool window_attn_bwd_uses_small_path(const FwdParams& p);
 int window_attn_head_dim_bucket(int d);
 
-// Sets num_m_blocks, chunk and n_chunks so that the grid is about `waves` full waves of CTAs
-// (num_sms * ctas_per_sm each), every chunk non-empty.
+// Sets num_m_blocks, chunk and n_chunks: the fewest chunks per (m-block, head, bm window) whose
+// grid fills the waves of num_sms * ctas_per_sm CTAs it occupies to >= 85 % (at most about
+// 4 * `waves` waves), every chunk non-empty.
 void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves);
 // Plans the backward's chunking (which sizes the dbias / dalpha partial buffers) from the
 // occupancy of the kernel that writes the partials.
@@ -85,7 +86,6 @@ void window_attn_plan_bwd(Dtype dt, FwdParams& p);
 // query-side kernel (whose shared memory depends on Npad).
 template <typename Element, int kHeadDim> int bwd_small_ctas_per_sm();
 template <typename Element, int kHeadDim> int bwd_q_ctas_per_sm(const FwdParams& p);
-int num_sms_current_device();
 
 // Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
 // (nW,N,N strided); either may be null. Output layout as described above, written densely as

@@ -44,8 +44,6 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
     p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
 }
 
-int num_sms_current_device() { return num_sms(); }
-
 #define FWA_HEADDIM_SWITCH(D, ...)                                  \
     [&] {                                                           \
         switch (window_attn_head_dim_bucket(D)) {                   \
