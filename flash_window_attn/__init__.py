@@ -1,6 +1,7 @@
 """flash_window_attn: fused Swin-Transformer window attention for PyTorch (CPU and CUDA).
 
-    out = flash_window_attn.window_attention(q, k, v, bias=None, mask=None, *, scale=None, logit_scale=None)
+    out = flash_window_attn.window_attention(q, k, v, bias=None, mask=None, *, scale=None, logit_scale=None,
+                                             dropout_p=0.0)
 
 The compiled library ``flash_window_attn._C`` registers the ops ``torch.ops.flash_window_attn.
 window_attention_fwd`` and ``window_attention_bwd`` (schemas and math: ``csrc/README.md``);
@@ -26,7 +27,13 @@ def _load_library() -> None:
             f"(this is torch {torch.__version__}); rebuild after upgrading torch."
         ) from exc
     ns = torch.ops.flash_window_attn
-    for name in ("window_attention_fwd", "window_attention_bwd"):
+    for name in (
+        "window_attention_fwd",
+        "window_attention_bwd",
+        "window_attention_dropout_fwd",
+        "window_attention_dropout_bwd",
+        "dropout_keep_mask",
+    ):
         if not hasattr(ns, name):
             raise ImportError(
                 f"flash_window_attn: flash_window_attn._C loaded but did not register the op "
@@ -36,7 +43,7 @@ def _load_library() -> None:
 
 _load_library()
 
-from .ops import window_attention  # noqa: E402
+from .ops import dropout_keep_mask, window_attention  # noqa: E402
 from .reference import window_attention_reference  # noqa: E402
 
-__all__ = ["window_attention", "window_attention_reference", "__version__"]
+__all__ = ["window_attention", "window_attention_reference", "dropout_keep_mask", "__version__"]

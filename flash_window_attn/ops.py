@@ -21,10 +21,12 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-__all__ = ["window_attention"]
+__all__ = ["window_attention", "dropout_keep_mask"]
 
 _fwd_op = torch.ops.flash_window_attn.window_attention_fwd.default
 _bwd_op = torch.ops.flash_window_attn.window_attention_bwd.default
+_dfwd_op = torch.ops.flash_window_attn.window_attention_dropout_fwd.default
+_dbwd_op = torch.ops.flash_window_attn.window_attention_dropout_bwd.default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,6 +55,25 @@ def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale,
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
     return dq, dk, dv, _grad_like(bias, q), _grad_like(logit_scale, q)
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_dropout_fwd")
+def _window_attention_dropout_fwd_fake(q, k, v, bias, mask, logit_scale, scale, dropout_p):
+    out, lse = _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale)
+    rng_state = q.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
+    return out, lse, rng_state
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_dropout_bwd")
+def _window_attention_dropout_bwd_fake(
+    dout, q, k, v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state
+):
+    return _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale)
+
+
+@torch.library.register_fake("flash_window_attn::dropout_keep_mask")
+def _dropout_keep_mask_fake(rng_state, B, H, N, dropout_p):
+    return rng_state.new_empty((B, H, N, N), dtype=torch.bool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +115,49 @@ torch.library.register_autograd(
 )
 
 
+def _setup_context_dropout(ctx, inputs, output):
+    q, k, v, bias, mask, logit_scale, scale, dropout_p = inputs
+    out, lse, rng_state = output
+    ctx.save_for_backward(q, k, v, out, lse, bias, mask, logit_scale, rng_state)
+    ctx.scale = scale
+    ctx.dropout_p = dropout_p
+
+
+def _backward_dropout(ctx, grad_out, grad_lse, grad_rng_state):
+    q, k, v, out, lse, bias, mask, logit_scale, rng_state = ctx.saved_tensors
+    if grad_out.stride(-1) != 1:
+        grad_out = torch.empty_like(grad_out, memory_format=torch.contiguous_format).copy_(grad_out)
+    dq, dk, dv, dbias, dlogit_scale = _dbwd_op(
+        grad_out, q, k, v, out, lse, bias, mask, logit_scale, ctx.scale, ctx.dropout_p, rng_state
+    )
+    needs = ctx.needs_input_grad
+    return (
+        dq if needs[0] else None,
+        dk if needs[1] else None,
+        dv if needs[2] else None,
+        dbias if bias is not None and needs[3] else None,
+        None,  # mask
+        dlogit_scale if logit_scale is not None and needs[5] else None,
+        None,  # scale
+        None,  # dropout_p
+    )
+
+
+torch.library.register_autograd(
+    "flash_window_attn::window_attention_dropout_fwd",
+    _backward_dropout,
+    setup_context=_setup_context_dropout,
+)
+
+
+def dropout_keep_mask(rng_state: Tensor, B: int, H: int, N: int, dropout_p: float) -> Tensor:
+    """The (B, H, N, N) bool keep mask that a dropout forward which returned ``rng_state`` used
+    (on rng_state's device). For tests and debugging: the mask is a pure function of
+    (rng_state, window, head, row, column), see ``csrc/kernels/dropout.h``."""
+    keep = torch.ops.flash_window_attn.dropout_keep_mask(rng_state.cpu(), B, H, N, float(dropout_p))
+    return keep.to(rng_state.device)
+
+
 # ---------------------------------------------------------------------------------------------
 # Public function
 # ---------------------------------------------------------------------------------------------
@@ -116,6 +180,7 @@ def window_attention(
     *,
     scale: Optional[float] = None,
     logit_scale: Optional[Tensor] = None,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """Fused Swin window attention: ``softmax(S + bias[h] + mask[b % nW]) @ v`` per window b, head h.
 
@@ -132,6 +197,11 @@ def window_attention(
         logit_scale: optional H-element tensor ((H,), (H, 1, 1) or (1, H, 1, 1)), selects Swin V2
             cosine attention: ``S = normalize(q) @ normalize(k)^T * exp(min(logit_scale[h], ln 100))``.
             Its gradient follows ``torch.clamp(max=ln 100)``. Cannot be combined with ``scale``.
+        dropout_p: attention dropout probability in [0, 1] (``nn.Dropout`` on the softmax
+            probabilities: kept ones are scaled by ``1 / (1 - dropout_p)``), applied inside the
+            kernels; forward and backward use the same mask, drawn from torch's default generator
+            of q's device (``torch.manual_seed`` reproduces it; CUDA-graph safe). Pass 0 in eval.
+            Not implemented for float32 CUDA inputs (use autocast).
 
     Returns:
         out: (B_, H, N, d) in q's dtype, laid out in memory as (B_, N, H, d), so
@@ -146,6 +216,10 @@ def window_attention(
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
         raise TypeError(
             f"window_attention: scale must be a real number or None, got {type(scale).__name__}"
+        )
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(
+            f"window_attention: dropout_p must be a real number, got {type(dropout_p).__name__}"
         )
     if mask is not None and mask.requires_grad:
         raise ValueError(
@@ -164,5 +238,8 @@ def window_attention(
         op_scale = d ** -0.5 if d > 0 else 1.0  # a bad rank or d is the op's to report
     else:
         op_scale = float(scale)
+    if dropout_p != 0:
+        out, _, _ = _dfwd_op(q, k, v, bias, mask, logit_scale, op_scale, float(dropout_p))
+        return out
     out, _ = _fwd_op(q, k, v, bias, mask, logit_scale, op_scale)
     return out

@@ -70,7 +70,9 @@ def reference_logits(
     return attn
 
 
-def _reference(q, k, v, bias, mask, scale, logit_scale, guard_all_masked_rows: bool) -> Tensor:
+def _reference(
+    q, k, v, bias, mask, scale, logit_scale, guard_all_masked_rows: bool, keep=None, dropout_p=0.0
+) -> Tensor:
     attn = reference_logits(q, k, bias, mask, scale=scale, logit_scale=logit_scale)
     attn = attn.to(torch.promote_types(attn.dtype, torch.float32))  # softmax in fp32 (fp64 stays fp64)
     if guard_all_masked_rows:
@@ -81,6 +83,9 @@ def _reference(q, k, v, bias, mask, scale, logit_scale, guard_all_masked_rows: b
         p = attn.softmax(dim=-1).masked_fill(dead, 0.0)
     else:
         p = attn.softmax(dim=-1)
+    if keep is not None:
+        # attention dropout with an explicit keep mask (what nn.Dropout does with its own draw)
+        p = p * keep.to(p.dtype) * (1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
     return p.to(v.dtype) @ v
 
 
@@ -93,13 +98,20 @@ def window_attention_reference(
     *,
     scale: Optional[float] = None,
     logit_scale: Optional[Tensor] = None,
+    dropout_keep: Optional[Tensor] = None,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """Plain-PyTorch window attention with the exact semantics of ``window_attention``.
 
     Same arguments and result as :func:`flash_window_attn.window_attention`, computed with
     ordinary PyTorch ops (and materialising the (B_, H, N, N) attention matrix). Differentiable.
+    Attention dropout takes its mask explicitly: ``dropout_keep`` (bool, (B_, H, N, N), e.g. from
+    :func:`flash_window_attn.dropout_keep_mask`) with probability ``dropout_p``.
     """
-    return _reference(q, k, v, bias, mask, scale, logit_scale, guard_all_masked_rows=True)
+    return _reference(
+        q, k, v, bias, mask, scale, logit_scale, guard_all_masked_rows=True,
+        keep=dropout_keep, dropout_p=dropout_p,
+    )
 
 
 def window_attention_reference_unguarded(

@@ -12,6 +12,7 @@
 // per-CTA partial (summed in a fixed order later: deterministic). Warps own 16 query rows for
 // S/dP/dq and 16 key rows for dk/dv; P and dS go through shared memory between the two phases.
 #pragma once
+#include "dropout.cuh"
 #include "launch_utils.h"
 #include "warp_mma.cuh"
 
@@ -27,7 +28,7 @@ template <int kHeadDim> struct BwdSmallSmem {
                                      size_t(kTileM) * (kTileN + 8) * sizeof(float);
 };
 
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(const BwdParams p) {
     using Tr = ElementTraits<Element>;
     constexpr int kTile = TileShape<kHeadDim>::kElems;
@@ -61,6 +62,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = p.bm != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    DropoutState drop{};
+    if constexpr (kDropout) drop = load_dropout_state(p.dropout);
 
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
@@ -116,6 +119,13 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             if (cosine) accumulate_sumsq<Element>(a, ss0, ss1);
         });
         warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
+        // Attention dropout: out = (P o Z) v, so the gradient reaching P is dP o Z (used for D,
+        // dS and dalpha below) and dv takes (P o Z)ᵀ dout.
+        uint32_t keep_bits = 0;
+        if constexpr (kDropout) {
+            keep_bits = dropout_keep_bits<kNT>(drop, b * p.H + h, warp, 0, lane);
+            dropout_apply(dp, keep_bits, drop.scale);
+        }
         float q_inv[2] = {1.f, 1.f};
         if (cosine) {
             q_inv[0] = inv_norm_from_sumsq(quad_sum(ss0));
@@ -194,6 +204,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                 }
             }
         }
+        // dS (in dp) is final; P becomes P o Z for dv.
+        if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // P and dS·(1/||q_i||) to shared memory for the key-side products.
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
@@ -277,19 +289,25 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
     }
 }
 
-template <typename Element, int kHeadDim>
-cudaError_t launch_bwd_small(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr) {
+template <typename Element, int kHeadDim, bool kDropout>
+cudaError_t launch_bwd_small_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm) {
     const size_t smem = BwdSmallSmem<kHeadDim>::kBytes;
     int ctas = 0;
-    cudaError_t err = prepare_kernel<window_attn_bwd_small_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+    cudaError_t err = prepare_kernel<window_attn_bwd_small_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas);
     if (err != cudaSuccess || ctas_per_sm != nullptr) {
         if (ctas_per_sm) *ctas_per_sm = ctas;
         return err;
     }
     const int64_t grid = int64_t(p.H) * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    window_attn_bwd_small_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    window_attn_bwd_small_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
     return cudaGetLastError();
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_bwd_small(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr) {
+    return p.dropout.rng_state != nullptr ? launch_bwd_small_impl<Element, kHeadDim, true>(p, stream, ctas_per_sm)
+                                          : launch_bwd_small_impl<Element, kHeadDim, false>(p, stream, ctas_per_sm);
 }
 
 }  // namespace fwa

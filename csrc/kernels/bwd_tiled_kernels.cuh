@@ -72,7 +72,18 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
 // ---------------------------------------------------------------------------------------------
 // Key side: dk, dv.
 
-template <typename Element, int kHeadDim>
+constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask tile (conflict-free)
+
+template <int kHeadDim> struct BwdKvSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // k, v of the key block, q and dout (2 stages), row statistics (2 stages x lse, D, q_inv),
+    // then (with bias/mask) the 64x64 bias+mask tile of each stage.
+    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float);
+    static constexpr size_t kBmBytes = size_t(2) * kTileM * kKvBmPitch * sizeof(float);
+    static size_t bytes(bool has_bm) { return kFixedBytes + (has_bm ? kBmBytes : 0); }
+};
+
+template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
@@ -84,6 +95,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
     float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse2, D, q_inv
+    float* sBm = sRow + 2 * 3 * kTileM;                        // [2 stages][64 queries][kKvBmPitch]
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -100,6 +112,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
     const float* bm_slice = has_bm ? p.bm + (b % p.nW) * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const int64_t row_base = (b * p.H + h) * N;   // into lse / dsum / inv-norm workspaces
+    DropoutState drop{};
+    if constexpr (kDropout) drop = load_dropout_state(p.dropout);
 
     auto ptr = [&](const TensorRef& t) {
         return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
@@ -119,6 +133,11 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
             cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
             if (cosine) cp_async_4(smem_u32(dst + 2 * kTileM + tid), p.q_inv_norm + src, ok);
         }
+        // bias+mask of (these 64 queries, this key block): staged, since the loop below reads it
+        // transposed (one key per lane row, queries along the columns).
+        if (has_bm)
+            load_bm_tile_async(sBm + st * kTileM * kKvBmPitch, kKvBmPitch,
+                               bm_slice + int64_t(ib) * kTileM * p.Npad + key0, p.Npad, tid);
     };
 
     load_tile_async<Element, kHeadDim>(sK, ptr(p.k), p.k.row_stride, key0, N, d, tid);
@@ -151,7 +170,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         const float* lse = sRow + st * 3 * kTileM;
         const float* dsum = lse + kTileM;
         const float* qinv = lse + 2 * kTileM;
-        const int q0 = ib * kTileM;
+        const float* bmt = sBm + st * kTileM * kKvBmPitch;
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
         float s[kNT][4], dp[kNT][4];
@@ -160,10 +179,18 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
         warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
 
+        // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
+        uint32_t keep_bits = 0;
+        if constexpr (kDropout) {
+            keep_bits = dropout_keep_bits_transposed<kNT>(drop, b * p.H + h, ib * (kTileM / 16),
+                                                          (key0 + warp * 16) >> 4, lane);
+            dropout_apply(dp, keep_bits, drop.scale);
+        }
         // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries.
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const int key = key0 + warp * 16 + g + 8 * r;
+            const int lkey = warp * 16 + g + 8 * r;
+            const int key = key0 + lkey;
             const float rf = alpha * kLog2e * k_inv[r];
             const bool key_out = !has_bm && key >= N;
 #pragma unroll
@@ -175,8 +202,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                     x1 *= qinv[c + 1];
                 }
                 if (has_bm) {
-                    x0 += __ldg(bm_slice + int64_t(q0 + c) * p.Npad + key);
-                    x1 += __ldg(bm_slice + int64_t(q0 + c + 1) * p.Npad + key);
+                    x0 += bmt[c * kKvBmPitch + lkey];
+                    x1 += bmt[(c + 1) * kKvBmPitch + lkey];
                 } else if (key_out) {
                     x0 = x1 = -INFINITY;
                 }
@@ -190,6 +217,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
             }
         }
 
+        if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
         warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
@@ -218,7 +246,7 @@ template <int kHeadDim> struct BwdQSmem {
     }
 };
 
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     constexpr int kNT = kTileN / 8;
@@ -256,6 +284,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     const bool strip = want_dbias && p.Npad <= kBmStripMaxNpad;
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    DropoutState drop{};
+    if constexpr (kDropout) drop = load_dropout_state(p.dropout);
     const int partial = w * p.n_chunks + chunk_id;
     float* gAcc = want_dbias ? p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad +
                                    int64_t(row0) * p.Npad
@@ -292,8 +322,24 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small),
     // with D_i = Σ_j P dP summed here: dout·out would carry the rounding of out, which this
     // heavily cancelling sum would amplify.
-    float pdc[2], pc[2], pdp[2];
+    float pdc[2][2], pc[2][2], pdp[2][2];
     float dalpha_acc = 0.f;
+
+    // bias+mask of this warp's rows for one key tile (it depends on the key tile only: every
+    // window of the CTA shares the slice), loaded into registers one item ahead so that the
+    // L2 latency hides behind the products (for kHeadDim <= 64; at 128 the registers are not
+    // there and the tile is loaded just before use).
+    constexpr bool kPrefetchBm = kHeadDim <= 64;
+    float2 bmr[2][kNT];
+    auto load_bm_regs = [&](int j) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float* src = bm_slice + int64_t(row0 + warp * 16 + g + 8 * r) * p.Npad + j * kTileN + 2 * t4;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) bmr[r][nt] = __ldg(reinterpret_cast<const float2*>(src + nt * 8));
+        }
+    };
+    if (has_bm && kPrefetchBm) load_bm_regs(0);
 
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
@@ -320,7 +366,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 lse2[r] = ok ? p.lse[row_base + row] * kLog2e : INFINITY;
                 dsum[r] = ok ? p.dsum[row_base + row] : 0.f;
                 q_inv[r] = (cosine && ok) ? p.q_inv_norm[row_base + row] : 1.f;
-                pdc[r] = pc[r] = pdp[r] = 0.f;
+                pdc[r][0] = pc[r][0] = pdp[r][0] = pdc[r][1] = pc[r][1] = pdp[r][1] = 0.f;
             }
         }
 
@@ -331,12 +377,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
 
         const int key0 = j * kTileN;
+        // Attention dropout: the gradient reaching P is dP o Z (D from the preprocess is dout.out,
+        // which equals sum_j P (dP o Z)).
+        if constexpr (kDropout)
+            dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
+                          drop.scale);
+        if (has_bm && !kPrefetchBm) load_bm_regs(j);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int lrow = warp * 16 + g + 8 * r;
-            const int row = row0 + lrow;
             const float al = alpha * kLog2e;
-            const float* bm_row = has_bm ? bm_slice + int64_t(row) * p.Npad + key0 : nullptr;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const int c = nt * 8 + 2 * t4;
@@ -348,9 +398,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 }
                 float x0 = c0 * al, x1 = c1 * al;
                 if (has_bm) {
-                    const float2 bb = __ldg(reinterpret_cast<const float2*>(bm_row + c));
-                    x0 += bb.x;
-                    x1 += bb.y;
+                    x0 += bmr[r][nt].x;
+                    x1 += bmr[r][nt].y;
                 } else {
                     if (key0 + c >= N) x0 = -INFINITY;
                     if (key0 + c + 1 >= N) x1 = -INFINITY;
@@ -358,10 +407,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
                 const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
                 const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                if (cosine) {
-                    pdc[r] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r]));
-                    pc[r] = fmaf(p0, c0, fmaf(p1, c1, pc[r]));
-                    pdp[r] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r]));
+                if (cosine) {   // two chains per sum (even / odd column): latency bound otherwise
+                    pdc[r][nt & 1] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r][nt & 1]));
+                    pc[r][nt & 1] = fmaf(p0, c0, fmaf(p1, c1, pc[r][nt & 1]));
+                    pdp[r][nt & 1] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r][nt & 1]));
                 }
                 dp[nt][2 * r] = g0;
                 dp[nt][2 * r + 1] = g1;
@@ -376,6 +425,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             }
         }
 
+        if (has_bm && kPrefetchBm && item + 1 < n_items) load_bm_regs(j + 1 == n_key_tiles ? 0 : j + 1);
+
         // dq' += (dS diag(1/||k||)) k
         warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
 
@@ -383,7 +434,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             if (cosine) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    const float contrib = quad_sum(pdc[r]) - quad_sum(pdp[r]) * quad_sum(pc[r]);
+                    const float contrib = quad_sum(pdc[r][0] + pdc[r][1]) -
+                                          quad_sum(pdp[r][0] + pdp[r][1]) * quad_sum(pc[r][0] + pc[r][1]);
                     if (t4 == 0) dalpha_acc += contrib;
                 }
             }
@@ -416,15 +468,14 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     }
 }
 
-template <typename Element, int kHeadDim>
-cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr,
-                             bool assume_strip = false) {
-    constexpr int kTile = TileShape<kHeadDim>::kElems;
+template <typename Element, int kHeadDim, bool kDropout>
+cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
+                                  bool assume_strip) {
     cudaError_t err;
     const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad;
     const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
     int q_ctas = 0;
-    if ((err = prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim>>(q_smem, kNumThreads, &q_ctas)) != cudaSuccess)
+    if ((err = prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout>>(q_smem, kNumThreads, &q_ctas)) != cudaSuccess)
         return err;
     if (ctas_per_sm != nullptr) {   // planning only
         *ctas_per_sm = q_ctas;
@@ -439,17 +490,25 @@ cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream, int* ctas_
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
-        const size_t smem = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float);
+        const size_t smem = BwdKvSmem<kHeadDim>::bytes(p.bm != nullptr);
         int ctas = 0;
-        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
         const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
-        window_attn_bwd_kv_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
-    window_attn_bwd_q_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    window_attn_bwd_q_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
     return cudaGetLastError();
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr,
+                             bool assume_strip = false) {
+    return p.dropout.rng_state != nullptr
+               ? launch_bwd_tiled_impl<Element, kHeadDim, true>(p, stream, ctas_per_sm, assume_strip)
+               : launch_bwd_tiled_impl<Element, kHeadDim, false>(p, stream, ctas_per_sm, assume_strip);
 }
 
 }  // namespace fwa

@@ -12,6 +12,10 @@
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
 #pragma once
+#include <cstdio>
+#include <cstdlib>
+
+#include "dropout.cuh"
 #include "launch_utils.h"
 #include "warp_mma.cuh"
 
@@ -52,7 +56,7 @@ FWA_DEVICE void cp_async_wait_stages(int stages) {
 // CTAs per SM the register allocation must allow (smem permitting).
 template <int kHeadDim> constexpr int fwd_min_blocks() { return kHeadDim <= 32 ? 4 : (kHeadDim <= 64 ? 3 : 2); }
 
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) window_attn_fwd_kernel(const FwdParams p) {
     using Tr = ElementTraits<Element>;
     using Shape = TileShape<kHeadDim>;
@@ -99,6 +103,8 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     const bool has_bm = bm_mode != kBmNone;
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    DropoutState drop{};
+    if constexpr (kDropout) drop = load_dropout_state(p.dropout);
 
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
@@ -119,15 +125,9 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                                            p.k.row_stride, j * kTileN, N, d, tid);
         load_tile_async<Element, kHeadDim>(stage_v(st), v_base + b * p.v.batch_stride,
                                            p.v.row_stride, j * kTileN, N, d, tid);
-        if (bm_mode == kBmTile) {
-            float* dst = stage_bm(st);
-            const float* src = bm_slice + int64_t(row0) * p.Npad + j * kTileN;
-#pragma unroll
-            for (int c = tid; c < kTileM * (kTileN / 4); c += kNumThreads) {
-                const int r = c / (kTileN / 4), cc = (c % (kTileN / 4)) * 4;
-                cp_async_16(smem_u32(dst + r * kBmTilePitch + cc), src + int64_t(r) * p.Npad + cc, 16);
-            }
-        }
+        if (bm_mode == kBmTile)
+            load_bm_tile_async(stage_bm(st), kBmTilePitch,
+                               bm_slice + int64_t(row0) * p.Npad + j * kTileN, p.Npad, tid);
     };
 
     if (bm_mode == kBmStrip) {
@@ -208,7 +208,8 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
             const int row = row0 + warp * 16 + g + 8 * r;
             const float* bm_row = bm_mode == kBmStrip ? sBm + (row - row0) * bm_pitch + key0
                                                       : bm_tile + (row - row0) * kBmTilePitch;
-            float mx = -INFINITY;
+            // Two independent max / sum chains per row (latency, not throughput, limits here).
+            float mx_even = -INFINITY, mx_odd = -INFINITY;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const int c = nt * 8 + 2 * t4;
@@ -229,29 +230,37 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                 }
                 s[nt][2 * r] = x0;
                 s[nt][2 * r + 1] = x1;
-                mx = fmaxf(mx, fmaxf(x0, x1));
+                if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+                else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
             }
-            mx = quad_max(mx);
+            const float mx = quad_max(fmaxf(mx_even, mx_odd));
             const float m_new = fmaxf(row_max[r], mx);
             const float m_use = m_new == -INFINITY ? 0.f : m_new;
             const float corr = fast_exp2(row_max[r] - m_use);
             row_max[r] = m_new;
-            float sum = 0.f;
+            float sum_even = 0.f, sum_odd = 0.f;
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
                 const float e0 = fast_exp2(s[nt][2 * r] - m_use);
                 const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
                 s[nt][2 * r] = e0;
                 s[nt][2 * r + 1] = e1;
-                sum += e0 + e1;
+                if (nt % 2 == 0) sum_even += e0 + e1;
+                else sum_odd += e0 + e1;
             }
-            row_sum[r] = row_sum[r] * corr + sum;
+            row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
 #pragma unroll
             for (int i = 0; i < kDT; ++i) {
                 o_acc[i][2 * r] *= corr;
                 o_acc[i][2 * r + 1] *= corr;
             }
         }
+
+        // Attention dropout: O accumulates (P o Z) v; the row sums above are of P itself.
+        if constexpr (kDropout)
+            dropout_apply(s, dropout_keep_bits<kNT>(drop, window_of(ti) * p.H + h, (row0 + warp * 16) >> 4,
+                                                    key0 >> 4, lane),
+                          drop.scale);
 
         // O += P v
         warp_mma_pb<kHeadDim>(o_acc, s, nullptr, tV, lane);
@@ -294,12 +303,13 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     }
 }
 
-template <typename Element, int kHeadDim>
-cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
+template <typename Element, int kHeadDim, bool kDropout>
+cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
-    // Pick the bias+mask placement and pipeline depth that keep the most bytes in flight per SM:
-    // CTAs per SM times the items each has outstanding (stages - 1). Ties go to the strip (read
-    // once per CTA instead of once per tile) and to fewer stages (more CTAs).
+    // Pick the bias+mask placement and pipeline depth: most CTAs per SM first (the kernel is
+    // latency bound: measured on H200, 2 stages with more CTAs beat deeper pipelines, e.g. N=576
+    // fwd 0.77 -> 0.57 ms, and per-stage bm tiles at 3 CTAs beat a 2-CTA strip for N >= 144),
+    // then the strip (read once per CTA instead of once per tile), then deeper pipelines.
     FwdParams p = params;
     int best_score = -1, best_ctas = 1;
     size_t best_smem = 0;
@@ -315,9 +325,9 @@ cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
                 break;
             }
             int ctas = 0;
-            cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+            cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas);
             if (err != cudaSuccess) return err;
-            const int score = ctas * (stages - 1);
+            const int score = ctas * 16 + (layout_mode == kBmTile ? 0 : 8) + stages;
             if (score > best_score) {
                 best_score = score;
                 best_ctas = ctas;
@@ -328,12 +338,36 @@ cudaError_t launch_fwd(const FwdParams& params, cudaStream_t stream) {
         }
     }
     if (best_score < 0) return cudaErrorInvalidValue;
+    // Developer override for tuning experiments: FWA_FWD_CONFIG="<bm mode 1|2>,<stages>".
+    if (const char* env = std::getenv("FWA_FWD_CONFIG")) {
+        int mode = 0, stages = 0;
+        if (std::sscanf(env, "%d,%d", &mode, &stages) == 2 && p.bm != nullptr &&
+            (mode == kBmTile || (mode == kBmStrip && p.Npad <= kBmStripMaxNpad)) && stages >= 2 &&
+            stages <= kMaxStages) {
+            const size_t smem = Layout::bytes(mode, stages, p.Npad);
+            int ctas = 0;
+            if (smem <= max_smem_per_block() &&
+                prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas) == cudaSuccess &&
+                ctas > 0) {
+                p.bm_mode = mode;
+                p.stages = stages;
+                best_ctas = ctas;
+                best_smem = smem;
+            }
+        }
+    }
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
     window_attn_plan_chunks(p, num_sms(), best_ctas, /*waves=*/1);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    window_attn_fwd_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, best_smem, stream>>>(p);
+    window_attn_fwd_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, best_smem, stream>>>(p);
     return cudaGetLastError();
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_fwd(const FwdParams& p, cudaStream_t stream) {
+    return p.dropout.rng_state != nullptr ? launch_fwd_impl<Element, kHeadDim, true>(p, stream)
+                                          : launch_fwd_impl<Element, kHeadDim, false>(p, stream);
 }
 
 }  // namespace fwa

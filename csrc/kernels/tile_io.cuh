@@ -33,6 +33,18 @@ FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_s
     }
 }
 
+// Async copy of a 64x64 fp32 block of the padded bias+mask slice (row pitch src_pitch, always in
+// bounds: the slice is Npad x Npad) into a tile with row pitch dst_pitch (a multiple of 4).
+FWA_DEVICE void load_bm_tile_async(float* dst, int dst_pitch, const float* src, int64_t src_pitch,
+                                   int tid) {
+    constexpr int kChunks = kTileN / 4;   // 16-byte chunks per row
+#pragma unroll
+    for (int c = tid; c < kTileM * kChunks; c += kNumThreads) {
+        const int r = c / kChunks, cc = (c % kChunks) * 4;
+        cp_async_16(smem_u32(dst + r * dst_pitch + cc), src + int64_t(r) * src_pitch + cc, 16);
+    }
+}
+
 // A fragment (16 rows x 16 columns starting at (row0, col0)) of a row-major tile.
 template <int kHeadDim, typename Element>
 FWA_DEVICE void load_a_frag(const Element* tile, int row0, int col0, int lane, uint32_t (&a)[4]) {

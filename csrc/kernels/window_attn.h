@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+#include "dropout.h"
+
 namespace fwa {
 
 constexpr int kTileM = 64;   // query rows per CTA tile (4 warps x 16 rows)
@@ -45,6 +47,7 @@ struct FwdParams {
     int chunk = 1, n_chunks = 1;
     int stages = 2;                    // forward pipeline depth (set by its launcher)
     int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
+    DropoutArgs dropout;               // threshold 0: no attention dropout
 };
 
 struct BwdParams : FwdParams {
@@ -94,6 +97,9 @@ cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, 
                                  int64_t bias_s2, const float* mask, int64_t mask_s0,
                                  int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
                                  cudaStream_t s);
+
+// Resolves the generator state (captured or not) into rng_state[0..1] = (seed, offset) on the device.
+cudaError_t window_attn_write_rng_state(int64_t* rng_state, const PhiloxSeedArgs& args, cudaStream_t s);
 
 // dbias[h][i][j] = sum_p partial[h][p][i][j] (i, j < N), dalpha[h] = sum_p dalpha_partial[h][p];
 // dlogit[h] = dalpha[h] * alpha[h] where logit_scale[h] <= ln 100, else 0.

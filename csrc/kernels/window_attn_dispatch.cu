@@ -166,3 +166,22 @@ cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partia
 }
 
 }  // namespace fwa
+
+namespace fwa {
+
+__global__ void write_rng_state_kernel(int64_t* rng_state, PhiloxSeedArgs a) {
+    if (a.captured) {
+        rng_state[0] = *a.seed_ptr;
+        rng_state[1] = static_cast<int64_t>(static_cast<uint64_t>(*a.offset_ptr) + a.offset_intragraph);
+    } else {
+        rng_state[0] = static_cast<int64_t>(a.seed);
+        rng_state[1] = static_cast<int64_t>(a.offset);
+    }
+}
+
+cudaError_t window_attn_write_rng_state(int64_t* rng_state, const PhiloxSeedArgs& args, cudaStream_t s) {
+    write_rng_state_kernel<<<1, 1, 0, s>>>(rng_state, args);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa

@@ -159,6 +159,20 @@ WindowAttnSizes check_bwd_args(const at::Tensor& dout, const at::Tensor& q, cons
   return s;
 }
 
+void check_dropout_p(double dropout_p) {
+  TORCH_CHECK_VALUE(dropout_p >= 0.0 && dropout_p <= 1.0, kOp,
+                    "dropout_p must be a probability in [0, 1], but dropout_p = ", dropout_p);
+}
+
+void check_rng_state(const at::Tensor& rng_state, double dropout_p, const at::Tensor& q) {
+  const int64_t want = dropout_p > 0.0 ? 2 : 0;
+  TORCH_CHECK_VALUE(rng_state.dim() == 1 && rng_state.size(0) == want && rng_state.scalar_type() == at::kLong,
+                    kOp, "rng_state must be the int64 tensor of shape (", want,
+                    ",) that the dropout forward returned for dropout_p = ", dropout_p, ", but has shape ",
+                    rng_state.sizes(), " and dtype ", rng_state.scalar_type());
+  check_aux_device(rng_state, "rng_state", q);
+}
+
 at::Tensor bias_as_hnn(const at::Tensor& bias, int64_t H, int64_t N) {
   (void)H;
   (void)N;
@@ -198,11 +212,24 @@ TORCH_LIBRARY(flash_window_attn, m) {
         "float scale) -> (Tensor, Tensor)");
   m.def("window_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? bias, "
         "Tensor? mask, Tensor? logit_scale, float scale) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // Attention dropout: the forward also returns rng_state, the (seed, offset) its keep mask was
+  // drawn from (int64, shape (2,), on q's device; (0,) for dropout_p == 0); the backward redraws
+  // the same mask from it. Drawn from torch's default generator of q's device.
+  m.def("window_attention_dropout_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, "
+        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor)");
+  m.def("window_attention_dropout_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, "
+        "Tensor? bias, Tensor? mask, Tensor? logit_scale, float scale, float dropout_p, Tensor rng_state) -> "
+        "(Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // Testing aid: the (B, H, N, N) bool keep mask a dropout forward with this rng_state used.
+  m.def("dropout_keep_mask(Tensor rng_state, int B, int H, int N, float dropout_p) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
   m.impl("window_attention_fwd", &window_attention_fwd_cpu);
   m.impl("window_attention_bwd", &window_attention_bwd_cpu);
+  m.impl("window_attention_dropout_fwd", &window_attention_dropout_fwd_cpu);
+  m.impl("window_attention_dropout_bwd", &window_attention_dropout_bwd_cpu);
+  m.impl("dropout_keep_mask", &dropout_keep_mask_cpu);
 }
 
 }  // namespace flash_window_attn

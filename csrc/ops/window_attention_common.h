@@ -41,6 +41,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale);
 
+// Attention dropout (the *_dropout_* ops): dropout_p in [0, 1]; rng_state is the int64 tensor
+// (seed, offset) the forward returned ((0,) when dropout_p == 0), on q's device.
+void check_dropout_p(double dropout_p);
+void check_rng_state(const at::Tensor& rng_state, double dropout_p, const at::Tensor& q);
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(const at::Tensor& q,
+    const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p, const at::Tensor& rng_state);
+// The (B, H, N, N) bool keep mask of a dropout forward with this rng_state (CPU tensor): for tests.
+at::Tensor dropout_keep_mask_cpu(const at::Tensor& rng_state, int64_t B, int64_t H, int64_t N, double dropout_p);
+
 #ifndef FWA_CPU_ONLY
 // CUDA path for float32 inputs (SIMT fp32 FMA kernels in csrc/kernels/simt/, no tf32). The caller
 // has run check_*_args; `s` is what it returned.

@@ -20,13 +20,16 @@
 // are added in chunk order, so gradients are bitwise independent of the thread count.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <vector>
 
+#include "kernels/dropout.h"
 #include "ops/window_attention_common.h"
 
 namespace flash_window_attn {
@@ -210,13 +213,30 @@ const T* data_or_null(const at::Tensor& t) {
   return t.defined() ? t.const_data_ptr<T>() : nullptr;
 }
 
+// Attention dropout on the CPU: z_ij = keep(b*H + h, i, j) / (1 - p) or 0 (kernels/dropout.h).
+struct CpuDropout {
+  bool on = false;
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;
+  double scale = 1.0;
+};
+
+// z[j] for row i of tile bh.
+template <typename acc_t>
+void dropout_row(const CpuDropout& dr, int64_t bh, int64_t i, int64_t N, acc_t* z) {
+  const acc_t sc = static_cast<acc_t>(dr.scale);
+  for (int64_t j = 0; j < N; ++j)
+    z[j] = fwa::dropout_keep(dr.seed, dr.offset, bh, static_cast<int>(i), static_cast<int>(j), dr.threshold)
+               ? sc : acc_t(0);
+}
+
 // ----------------------------------------------------------------------------------------------
 // forward
 
 template <typename scalar_t>
 void fwd_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias_acc,
                 const at::Tensor& mask_acc, const at::Tensor& ls_acc, double scale, const WindowAttnSizes& s,
-                at::Tensor& out, at::Tensor& lse) {
+                const CpuDropout& drop, at::Tensor& out, at::Tensor& lse) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t B = s.B, H = s.H, N = s.N, d = s.d, nW = s.nW;
   const BHND<const scalar_t> qa(q), ka(k), va(v);
@@ -230,7 +250,7 @@ void fwd_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
 
   at::parallel_for(0, B * H, grain, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> qbuf(N * d), kbuf(cosine ? N * d : 0), kt(d * N), vbuf(N * d), srow(N), orow(d), qn(N),
-        kn(N);
+        kn(N), zrow(drop.on ? N : 0);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t b = t / H, h = t % H;
       load_rows(qa, b, h, N, d, qbuf.data());
@@ -264,6 +284,10 @@ void fwd_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
           sr[j] = std::exp(sr[j] - m);
           l += sr[j];
         }
+        if (drop.on) {  // the row sum l above is of the undropped probabilities
+          dropout_row(drop, t, i, N, zrow.data());
+          for (int64_t j = 0; j < N; ++j) sr[j] *= zrow[j];
+        }
         std::fill(orow.begin(), orow.end(), acc_t(0));
         add_weighted_rows(orow.data(), sr, vbuf.data(), N, d);
         const acc_t lsum = static_cast<acc_t>(l);
@@ -281,8 +305,8 @@ void fwd_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
 template <typename scalar_t>
 void bwd_kernel(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                 const at::Tensor& bias_acc, const at::Tensor& mask_acc,
-                const at::Tensor& ls_acc, double scale, const WindowAttnSizes& s, at::Tensor& dq, at::Tensor& dk,
-                at::Tensor& dv, at::Tensor& dbias_acc, at::Tensor& dalpha_acc) {
+                const at::Tensor& ls_acc, double scale, const WindowAttnSizes& s, const CpuDropout& drop,
+                at::Tensor& dq, at::Tensor& dk, at::Tensor& dv, at::Tensor& dbias_acc, at::Tensor& dalpha_acc) {
   using acc_t = at::opmath_type<scalar_t>;
   // P is renormalised from S's row max and sum in the accumulation precision instead of being read as
   // exp(S - lse): the stored lse is fp32, and its rounding (|lse| * 2^-24, ~1e-5 for the |S| ~ 100
@@ -318,7 +342,7 @@ void bwd_kernel(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k
   at::parallel_for(0, n_chunks * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> qbuf(N * d), kbuf(N * d), kt(d * N), vt(d * N), dobuf(N * d), dkbuf(N * d), dvbuf(N * d),
         pgrp(kRowGroup * N), dsgrp(kRowGroup * N), xrow(cosine ? N : 0), dqrow(d), zeros(d, acc_t(0)), qn(N),
-        kn(N);
+        kn(N), zrow(drop.on ? N : 0);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t chunk = t / H, h = t % H;
       acc_t* pb = part_bias_p ? part_bias_p + (chunk * H + h) * N * N : nullptr;
@@ -377,10 +401,18 @@ void bwd_kernel(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k
             const acc_t lsum = static_cast<acc_t>(l);
             for (int64_t j = 0; j < N; ++j) p[j] /= lsum;
             dots_row(dor[r], vt.data(), N, d, ds);  // dP
+            if (drop.on) {
+              // out = (P o Z) v: the gradient reaching P is dP o Z, and dv takes (P o Z)^T dout.
+              // D = sum_j P (dP o Z) = dout . out, as without dropout.
+              dropout_row(drop, b * H + h, i, N, zrow.data());
+              for (int64_t j = 0; j < N; ++j) ds[j] *= zrow[j];
+            }
             double Dd = 0;
             for (int64_t j = 0; j < N; ++j) Dd += double(p[j] * ds[j]);
             const acc_t D = static_cast<acc_t>(Dd);
             for (int64_t j = 0; j < N; ++j) ds[j] = p[j] * (ds[j] - D);  // dS
+            if (drop.on)
+              for (int64_t j = 0; j < N; ++j) p[j] *= zrow[j];  // P o Z for dv
 
             std::fill(dqrow.begin(), dqrow.end(), acc_t(0));
             add_weighted_rows(dqrow.data(), ds, kbuf.data(), N, d);  // dS k (k^ for V2)
@@ -458,29 +490,38 @@ AuxInputs convert_aux(const std::optional<at::Tensor>& bias, const std::optional
   return a;
 }
 
-}  // namespace
 
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
-                                                            const at::Tensor& v, const std::optional<at::Tensor>& bias,
-                                                            const std::optional<at::Tensor>& mask,
-                                                            const std::optional<at::Tensor>& logit_scale,
-                                                            double scale) {
-  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+CpuDropout cpu_dropout(double dropout_p, const at::Tensor& rng_state) {
+  CpuDropout d;
+  if (dropout_p <= 0.0) return d;
+  d.on = true;
+  const int64_t* st = rng_state.const_data_ptr<int64_t>();
+  d.seed = static_cast<uint64_t>(st[0]);
+  d.offset = static_cast<uint64_t>(st[1]);
+  d.threshold = fwa::dropout_threshold(static_cast<float>(dropout_p));
+  d.scale = dropout_p < 1.0 ? 1.0 / (1.0 - dropout_p) : 0.0;
+  return d;
+}
+
+std::tuple<at::Tensor, at::Tensor> fwd_cpu_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                const std::optional<at::Tensor>& bias,
+                                                const std::optional<at::Tensor>& mask,
+                                                const std::optional<at::Tensor>& logit_scale, double scale,
+                                                const WindowAttnSizes& s, const CpuDropout& drop) {
   at::Tensor out = make_out(q);
   at::Tensor lse = make_lse(q);
   if (s.B == 0 || s.H == 0) return {out, lse};
   const AuxInputs aux = convert_aux(bias, mask, logit_scale, s, acc_dtype(q));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, q.scalar_type(), "window_attention_fwd_cpu", [&] {
-    fwd_kernel<scalar_t>(q, k, v, aux.bias, aux.mask, aux.ls, scale, s, out, lse);
+    fwd_kernel<scalar_t>(q, k, v, aux.bias, aux.mask, aux.ls, scale, s, drop, out, lse);
   });
   return {out, lse};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
-    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-    const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale) {
-  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cpu_impl(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s, const CpuDropout& drop) {
   const at::ScalarType acc = acc_dtype(q);
   at::Tensor dq = at::empty_like(q);
   at::Tensor dk = at::empty_like(k);
@@ -490,11 +531,85 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
   if (s.B > 0 && s.H > 0) {
     const AuxInputs aux = convert_aux(bias, mask, logit_scale, s, acc);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, q.scalar_type(), "window_attention_bwd_cpu", [&] {
-      bwd_kernel<scalar_t>(dout, q, k, v, aux.bias, aux.mask, aux.ls, scale, s, dq, dk, dv, dbias_acc,
+      bwd_kernel<scalar_t>(dout, q, k, v, aux.bias, aux.mask, aux.ls, scale, s, drop, dq, dk, dv, dbias_acc,
                            dalpha_acc);
     });
   }
   return {dq, dk, dv, finish_dbias(dbias_acc, bias, q), finish_dlogit(dalpha_acc, logit_scale, q)};
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
+                                                            const at::Tensor& v, const std::optional<at::Tensor>& bias,
+                                                            const std::optional<at::Tensor>& mask,
+                                                            const std::optional<at::Tensor>& logit_scale,
+                                                            double scale) {
+  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+  return fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale) {
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p) {
+  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+  check_dropout_p(dropout_p);
+  at::Tensor rng_state = at::empty({dropout_p > 0.0 ? 2 : 0}, q.options().dtype(at::kLong));
+  if (dropout_p > 0.0) {
+    // One 64-bit seed from torch's CPU generator per call (torch.manual_seed reproduces it).
+    auto gen = at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
+    uint64_t seed;
+    {
+      std::lock_guard<std::mutex> lock(gen->mutex_);
+      seed = gen->random64();
+    }
+    rng_state[0] = static_cast<int64_t>(seed);
+    rng_state[1] = 0;
+  }
+  auto [out, lse] = fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, cpu_dropout(dropout_p, rng_state));
+  return {out, lse, rng_state};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state) {
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  check_dropout_p(dropout_p);
+  check_rng_state(rng_state, dropout_p, q);
+  return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
+                      cpu_dropout(dropout_p, rng_state.cpu()));
+}
+
+at::Tensor dropout_keep_mask_cpu(const at::Tensor& rng_state, int64_t B, int64_t H, int64_t N, double dropout_p) {
+  check_dropout_p(dropout_p);
+  TORCH_CHECK_VALUE(B >= 0 && H >= 0 && N >= 0 && N <= kMaxN, "dropout_keep_mask: need B, H >= 0 and 0 <= N <= ",
+                    kMaxN, ", got B=", B, ", H=", H, ", N=", N);
+  at::Tensor keep = at::ones({B, H, N, N}, rng_state.options().dtype(at::kBool));
+  if (dropout_p <= 0.0 || keep.numel() == 0) return keep;
+  TORCH_CHECK_VALUE(rng_state.dim() == 1 && rng_state.size(0) == 2 && rng_state.scalar_type() == at::kLong,
+                    "dropout_keep_mask: rng_state must be the int64 tensor of 2 elements returned by "
+                    "window_attention_dropout_fwd, but has shape ", rng_state.sizes(), " and dtype ",
+                    rng_state.scalar_type());
+  const CpuDropout dr = cpu_dropout(dropout_p, rng_state.contiguous());
+  bool* kp = keep.data_ptr<bool>();
+  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh)
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          kp[(bh * N + i) * N + j] =
+              fwa::dropout_keep(dr.seed, dr.offset, bh, static_cast<int>(i), static_cast<int>(j), dr.threshold);
+  });
+  return keep;
 }
 
 }  // namespace flash_window_attn

@@ -2,10 +2,12 @@
 // with the CPU path), tensors -> kernel params, workspace allocation, dispatch. fp16/bf16 run the
 // tensor-core kernels in csrc/kernels/; fp32 runs the full-precision SIMT kernels.
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include <cmath>
+#include <mutex>
 
 #include "kernels/window_attn.h"
 #include "ops/window_attention_common.h"
@@ -88,12 +90,29 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
     return r;
 }
 
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
+// Kernel-side dropout arguments for dropout_p and the (device) rng_state tensor.
+fwa::DropoutArgs dropout_args(double dropout_p, const at::Tensor& rng_state) {
+    fwa::DropoutArgs d;
+    if (dropout_p <= 0.0) return d;
+    d.threshold = fwa::dropout_threshold(static_cast<float>(dropout_p));
+    // threshold 0 means "off" to the kernels; p > 0 this small keeps everything anyway.
+    d.scale = dropout_p < 1.0 ? static_cast<float>(1.0 / (1.0 - dropout_p)) : 0.f;
+    d.rng_state = rng_state.data_ptr<int64_t>();
+    return d;
+}
+
+void check_no_fp32_dropout(const at::Tensor& q, double dropout_p) {
+    TORCH_CHECK_NOT_IMPLEMENTED(q.scalar_type() != at::kFloat || dropout_p == 0.0,
+                                "window_attention: attention dropout (dropout_p = ", dropout_p,
+                                ") is not implemented for float32 CUDA inputs; run under torch.autocast "
+                                "(float16 / bfloat16) or on the CPU, or use dropout_p = 0");
+}
+
+std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale) {
-    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
-    const c10::cuda::CUDAGuard guard(q.device());
+    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s,
+    const fwa::DropoutArgs& drop) {
     if (q.scalar_type() == at::kFloat)
         return window_attention_fwd_cuda_fp32(q, k, v, bias, mask, logit_scale, scale, s);
 
@@ -109,18 +128,63 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
     p.v = ref(v_);
     p.out = ref(out);
     p.lse = lse.data_ptr<float>();
+    p.dropout = drop;
     check_cuda(fwa::window_attn_fwd(kernel_dtype(q), p, at::cuda::getCurrentCUDAStream()),
                "forward kernel launch");
     return {out, lse};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda(
+std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale) {
+    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    const c10::cuda::CUDAGuard guard(q.device());
+    return fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
+    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    check_dropout_p(dropout_p);
+    check_no_fp32_dropout(q, dropout_p);
+    const c10::cuda::CUDAGuard guard(q.device());
+    at::Tensor rng_state = at::empty({dropout_p > 0.0 ? 2 : 0}, q.options().dtype(at::kLong));
+    if (dropout_p > 0.0) {
+        // Torch's generator of q's device: torch.manual_seed reproduces the mask, and inside a
+        // CUDA-graph capture every replay draws a fresh one (philox_cuda_state's captured form).
+        auto gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+            std::nullopt, at::cuda::detail::getDefaultCUDAGenerator(q.device().index()));
+        at::PhiloxCudaState st;
+        {
+            std::lock_guard<std::mutex> lock(gen->mutex_);
+            st = gen->philox_cuda_state(4);   // one counter block per call (see kernels/dropout.h)
+        }
+        fwa::PhiloxSeedArgs a;
+        a.captured = st.captured_;
+        if (st.captured_) {
+            a.seed_ptr = st.seed_.ptr;
+            a.offset_ptr = st.offset_.ptr;
+            a.offset_intragraph = st.offset_intragraph_;
+        } else {
+            a.seed = st.seed_.val;
+            a.offset = st.offset_.val;
+        }
+        check_cuda(fwa::window_attn_write_rng_state(rng_state.data_ptr<int64_t>(), a,
+                                                    at::cuda::getCurrentCUDAStream()),
+                   "dropout rng state");
+    }
+    auto [out, lse] = fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, dropout_args(dropout_p, rng_state));
+    return {out, lse, rng_state};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_impl(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale) {
-    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
-    const c10::cuda::CUDAGuard guard(q.device());
+    double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop) {
     if (q.scalar_type() == at::kFloat)
         return window_attention_bwd_cuda_fp32(dout, q, k, v, out, lse, bias, mask, logit_scale,
                                               scale, s);
@@ -151,6 +215,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
         p.dk = ref(dk);
         p.dv = ref(dv);
         p.lse = const_cast<float*>(lse.data_ptr<float>());
+        p.dropout = drop;
         n_dbias_partials = p.nW * p.n_chunks;
         n_dalpha_partials = n_dbias_partials * (fwa::window_attn_bwd_uses_small_path(p) ? 1 : p.num_m_blocks);
         if (s.has_bias) {
@@ -183,11 +248,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     return {dq, dk, dv, finish_dbias(dbias_hnn, bias, q), finish_dlogit(dlogit_h, logit_scale, q)};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
+    double scale) {
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    const c10::cuda::CUDAGuard guard(q.device());
+    return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
+    double scale, double dropout_p, const at::Tensor& rng_state) {
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    check_dropout_p(dropout_p);
+    check_rng_state(rng_state, dropout_p, q);
+    check_no_fp32_dropout(q, dropout_p);
+    const c10::cuda::CUDAGuard guard(q.device());
+    return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s,
+                         dropout_args(dropout_p, rng_state));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
     m.impl("window_attention_fwd", &window_attention_fwd_cuda);
     m.impl("window_attention_bwd", &window_attention_bwd_cuda);
+    m.impl("window_attention_dropout_fwd", &window_attention_dropout_fwd_cuda);
+    m.impl("window_attention_dropout_bwd", &window_attention_dropout_bwd_cuda);
 }
 
 }  // namespace flash_window_attn
