@@ -237,7 +237,13 @@ def window_attention(
         d = q.shape[-1] if q.dim() > 0 else 0
         op_scale = d ** -0.5 if d > 0 else 1.0  # a bad rank or d is the op's to report
     else:
-        op_scale = float(scale)
+        try:
+            op_scale = float(scale)
+        except OverflowError:
+            raise ValueError(
+                f"window_attention: scale must be a finite number, but scale = {scale!r} does not "
+                "fit in a float"
+            ) from None
     if dropout_p != 0:
         out, _, _ = _dfwd_op(q, k, v, bias, mask, logit_scale, op_scale, float(dropout_p))
         return out

@@ -151,10 +151,14 @@ cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partia
                                         cudaStream_t s) {
     if (dbias != nullptr) {
         const int64_t total = int64_t(p.H) * p.N * p.N;
-        if (num_dbias_partials == 0) return cudaMemsetAsync(dbias, 0, total * sizeof(float), s);
-        reduce_dbias_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
-            p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias);
-        cudaError_t err = cudaGetLastError();
+        cudaError_t err;
+        if (num_dbias_partials == 0) {   // no windows: dbias is 0 (and dlogit below still runs)
+            err = cudaMemsetAsync(dbias, 0, total * sizeof(float), s);
+        } else {
+            reduce_dbias_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
+                p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias);
+            err = cudaGetLastError();
+        }
         if (err != cudaSuccess) return err;
     }
     if (dlogit != nullptr) {

@@ -180,8 +180,13 @@ inline void rank4_update(acc_t* __restrict Y, const acc_t* __restrict W, const a
 
 template <typename acc_t>
 inline acc_t row_max(const acc_t* s, int64_t N) {
+  // NaN-propagating (std::max would skip a NaN logit, and an all-NaN row would pass for a fully
+  // masked one): NaN inputs give NaN outputs for their window, as in PyTorch.
   acc_t m = -std::numeric_limits<acc_t>::infinity();
-  for (int64_t j = 0; j < N; ++j) m = std::max(m, s[j]);
+  for (int64_t j = 0; j < N; ++j) {
+    if (std::isnan(s[j])) return s[j];
+    m = std::max(m, s[j]);
+  }
   return m;
 }
 

@@ -118,7 +118,7 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
 
     at::Tensor out = make_out(q);
     at::Tensor lse = make_lse(q);
-    if (s.B == 0) return {out, lse};
+    if (s.B == 0 || s.H == 0) return {out, lse};
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
     Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
@@ -191,6 +191,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
 
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
     const auto f32 = q.options().dtype(at::kFloat);
+    if (s.B == 0 || s.H == 0) {   // nothing to launch; the reductions over no windows are 0
+        at::Tensor dbias0 = s.has_bias ? at::zeros({s.H, s.N, s.N}, f32) : at::Tensor();
+        at::Tensor dlogit0 = s.cosine ? at::zeros({s.H}, f32) : at::Tensor();
+        return {dq, dk, dv, finish_dbias(dbias0, bias, q), finish_dlogit(dlogit0, logit_scale, q)};
+    }
     at::Tensor dbias_hnn = s.has_bias ? at::empty({s.H, s.N, s.N}, f32) : at::Tensor();
     at::Tensor dlogit_h = s.cosine ? at::empty({s.H}, f32) : at::Tensor();
     auto stream = at::cuda::getCurrentCUDAStream();
@@ -205,7 +210,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         TORCH_CHECK(kernel_ready(dq) && kernel_ready(dk) && kernel_ready(dv),
                     "window_attention: internal error: gradient buffers are not 16-byte aligned");
         const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
-        const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
+        // out and lse come from the caller of the raw op: any strides (the kernels want unit last
+        // stride and 16-byte rows for out, a contiguous (B_, H, N) lse).
+        const at::Tensor dout_ = as_kernel_ready(dout);
+        const at::Tensor out_ = out.stride(3) == 1 ? as_kernel_ready(out) : out.contiguous();
+        const at::Tensor lse_ = lse.contiguous();
         p.q = ref(q_);
         p.k = ref(k_);
         p.v = ref(v_);
@@ -214,7 +223,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         p.dq = ref(dq);
         p.dk = ref(dk);
         p.dv = ref(dv);
-        p.lse = const_cast<float*>(lse.data_ptr<float>());
+        p.lse = const_cast<float*>(lse_.data_ptr<float>());
         p.dropout = drop;
         n_dbias_partials = p.nW * p.n_chunks;
         n_dalpha_partials = n_dbias_partials * (fwa::window_attn_bwd_uses_small_path(p) ? 1 : p.num_m_blocks);
