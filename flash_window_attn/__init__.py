@@ -45,5 +45,26 @@ _load_library()
 
 from .ops import dropout_keep_mask, window_attention  # noqa: E402
 from .reference import window_attention_reference  # noqa: E402
+from .modules import WindowAttention, WindowAttentionV1  # noqa: E402
+from .swap import swap_window_attention  # noqa: E402
 
-__all__ = ["window_attention", "window_attention_reference", "dropout_keep_mask", "__version__"]
+
+def __getattr__(name):
+    # The Hugging Face drop-ins import transformers: loaded on first use only.
+    if name in ("FlashSwinv2SelfAttention", "FlashSwinAttention"):
+        from . import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module 'flash_window_attn' has no attribute {name!r}")
+
+__all__ = [
+    "window_attention",
+    "window_attention_reference",
+    "dropout_keep_mask",
+    "WindowAttention",
+    "WindowAttentionV1",
+    "swap_window_attention",
+    "FlashSwinv2SelfAttention",
+    "FlashSwinAttention",
+    "__version__",
+]

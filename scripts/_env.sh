@@ -4,6 +4,10 @@
 #                                        (only if torch is missing or another version; the default
 #                                        PyPI wheel is the CUDA 13.0 build), pytest, numpy, ninja,
 #                                        setuptools, wheel; optional packages are tried, never fatal
+#   fwa_ensure_test_deps                 install the test-only dependencies, timm and transformers
+#                                        at the versions the GPU machine has ($FWA_TEST_DEPS), when
+#                                        missing or another version (torch stays pinned); never fatal
+#                                        (tests that need them skip without them)
 #   fwa_has_gpu                          true if torch sees a CUDA GPU
 #   fwa_build                            pip install --no-build-isolation --no-deps -e . (every .cu)
 #   fwa_importable [cuda]                true if flash_window_attn imports (with CUDA kernels)
@@ -59,6 +63,27 @@ fwa_ensure_deps() {
       fwa_pip --timeout 15 --retries 1 "$mod" || fwa_log "could not install $mod (continuing without it)"
     fi
   done
+}
+
+# Test-only dependencies, pinned: tests/test_modules.py and tests/test_swap.py compare the drop-in
+# modules against these exact versions (pytest.importorskip skips them where they are missing).
+FWA_TEST_DEPS=("timm==1.0.29" "transformers==5.17.0")
+
+fwa_ensure_test_deps() {
+  local want=() spec
+  for spec in "${FWA_TEST_DEPS[@]}"; do
+    local mod="${spec%%==*}" ver="${spec#*==}"
+    if [ "$("$PYTHON" -c "import $mod; print($mod.__version__)" 2>/dev/null || true)" != "$ver" ]; then
+      want+=("$spec")
+    fi
+  done
+  if [ "${#want[@]}" -gt 0 ]; then
+    fwa_log "installing test dependencies ${want[*]}"
+    # torch is named too, pinned: otherwise pip may upgrade it (timm needs torchvision, whose newest
+    # release needs a newer torch) and the extension, built against torch $FWA_TORCH_VERSION, breaks.
+    fwa_pip "${want[@]}" "torch==$FWA_TORCH_VERSION" \
+      || fwa_log "could not install ${want[*]} (their tests will be skipped)"
+  fi
 }
 
 fwa_has_gpu() {

@@ -7,5 +7,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/_env.sh
 
 fwa_ensure_deps
+fwa_ensure_test_deps
 fwa_build
 "$PYTHON" -m pytest -q -ra tests "$@"

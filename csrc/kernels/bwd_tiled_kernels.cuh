@@ -434,8 +434,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             if (cosine) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    const float contrib = quad_sum(pdc[r][0] + pdc[r][1]) -
-                                          quad_sum(pdp[r][0] + pdp[r][1]) * quad_sum(pc[r][0] + pc[r][1]);
+                    // no FMA contraction: the terms cancel exactly where dS = 0 (see bwd_small)
+                    const float contrib = __fsub_rn(quad_sum(pdc[r][0] + pdc[r][1]),
+                                                    __fmul_rn(quad_sum(pdp[r][0] + pdp[r][1]),
+                                                              quad_sum(pc[r][0] + pc[r][1])));
                     if (t4 == 0) dalpha_acc += contrib;
                 }
             }

@@ -16,9 +16,15 @@ namespace simt {
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxColsPerLane = 4;  // d <= 128 = 4 * 32: a lane owns columns lane + 32 * cc
 
+// NaN-propagating max (fmaxf drops a NaN operand: an all-NaN row would pass for a fully masked
+// one and give 0 instead of NaN).
+__device__ __forceinline__ float max_nan(float a, float b) {
+  return (isnan(a) || isnan(b)) ? a + b : fmaxf(a, b);
+}
+
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  for (int o = 16; o > 0; o >>= 1) x = max_nan(x, __shfl_xor_sync(0xffffffffu, x, o));
   return x;
 }
 

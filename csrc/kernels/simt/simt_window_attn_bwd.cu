@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kThreads) simt_bwd_rows_kernel(const SimtBwdPa
           continue;
         }
         float mx = -CUDART_INF_F;
-        for (int j = lane; j < N; j += 32) mx = fmaxf(mx, prow[j]);
+        for (int j = lane; j < N; j += 32) mx = max_nan(mx, prow[j]);
         mx = warp_max(mx);
         double l = 0;
         if (mx != -CUDART_INF_F) {

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) simt_fwd_kernel(const SimtFwdParams 
       }
       float* srow = sm.s + r * sm.Npad;
       float mx = -CUDART_INF_F;
-      for (int j = lane; j < N; j += 32) mx = fmaxf(mx, srow[j]);
+      for (int j = lane; j < N; j += 32) mx = max_nan(mx, srow[j]);
       mx = warp_max(mx);
       double l = 0;
       if (mx == -CUDART_INF_F) {

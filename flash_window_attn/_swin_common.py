@@ -1,0 +1,165 @@
+"""Helpers shared by the drop-in attention modules (``modules.py``, ``hf.py``) and ``swap.py``.
+
+- :func:`unsupported_reason`: the op's static limits (window size N, head dim), as a sentence.
+- :func:`op_runs`: whether the fused op can take these q, k, v at run time (device, dtype, limits).
+- :func:`dropout_kwargs`: what to pass the op for attention dropout, or None when the op cannot
+  do it (then the module computes the attention with plain PyTorch, exactly like the original).
+- :func:`cached_bias`: the eval-mode cache of a per-layer relative-position bias.
+- :func:`adopt_state`: give a freshly made drop-in the whole state of an original module (same
+  parameter / buffer / submodule objects, in the same registration order).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from .ops import window_attention
+
+# The op's limits (csrc/README.md): 1 <= N <= 1024; d a multiple of 8 with 16 <= d <= 128.
+MAX_WINDOW_TOKENS = 1024
+MIN_HEAD_DIM = 16
+MAX_HEAD_DIM = 128
+
+# ``dropout_p`` is being added to the op; until then attention dropout runs the plain-PyTorch path.
+OP_HAS_DROPOUT: bool = "dropout_p" in inspect.signature(window_attention).parameters
+
+_CPU_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_CUDA_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
+_CACHE_ATTR = "_fwa_bias_cache"
+
+
+def unsupported_reason(window_tokens: int, head_dim: int) -> Optional[str]:
+    """Why the fused op cannot run a window of ``window_tokens`` tokens with this head dim, or None."""
+    if not 1 <= window_tokens <= MAX_WINDOW_TOKENS:
+        return (f"window of {window_tokens} tokens is outside the fused op's range "
+                f"[1, {MAX_WINDOW_TOKENS}]")
+    if head_dim % 8 != 0 or not MIN_HEAD_DIM <= head_dim <= MAX_HEAD_DIM:
+        return (f"head_dim {head_dim} is not supported by the fused op (needs a multiple of 8 in "
+                f"[{MIN_HEAD_DIM}, {MAX_HEAD_DIM}])")
+    return None
+
+
+def op_runs(q: Tensor) -> bool:
+    """True if the fused op takes q (B_, H, N, d) of this device, dtype and size."""
+    _, _, n, d = q.shape
+    if unsupported_reason(n, d) is not None:
+        return False
+    dev = q.device.type
+    if dev == "cpu":
+        return q.dtype in _CPU_DTYPES
+    if dev == "cuda":
+        return q.dtype in _CUDA_DTYPES
+    return False
+
+
+def dropout_kwargs(p: float, training: bool, q: Tensor) -> Optional[Dict[str, float]]:
+    """Keyword arguments for the op's attention dropout; None if the op cannot apply it to q.
+
+    ``dropout_p`` is passed only when it is > 0, so a module with ``attn_drop=0`` (or in eval mode)
+    calls the op exactly as before the keyword existed. The op's dropout does not cover float32
+    CUDA inputs (its docstring: use autocast); there, as before the op had dropout at all, the
+    module runs the original plain-PyTorch math with its ``nn.Dropout``.
+    """
+    p = float(p) if training else 0.0
+    if p <= 0.0:
+        return {}
+    if not OP_HAS_DROPOUT or (q.device.type == "cuda" and q.dtype == torch.float32):
+        return None
+    return {"dropout_p": p}
+
+
+def cached_bias(
+    module: nn.Module,
+    compute: Callable[[], Tensor],
+    deps: Sequence[Tensor],
+    extra_key: Tuple = (),
+) -> Tensor:
+    """``compute()``, reused across calls while nothing it depends on changed, in eval mode.
+
+    The cache is used only when no gradient can flow into the result (grad mode off, or none of
+    ``deps`` requires grad) and the module is in eval mode or grad mode is off (no_grad /
+    inference_mode). It is keyed on every dependency's version counter (bumped by in-place updates
+    such as optimizer steps and ``load_state_dict``), data pointer, dtype, device and shape, on the
+    autocast state and inference mode, and on ``extra_key`` (e.g. window size). Under
+    ``torch.compile`` (and jit / FX tracing) the cache is bypassed: the bias is computed inside the
+    graph. Only plain tensors are cached (not tensor subclasses such as FX proxies or DTensors).
+    """
+    if torch.compiler.is_compiling() or torch.jit.is_tracing() or _is_fx_tracing():
+        return compute()
+    if torch.is_grad_enabled() and (module.training or any(t.requires_grad for t in deps)):
+        module.__dict__.pop(_CACHE_ATTR, None)
+        return compute()
+    key = _cache_key(deps, extra_key)
+    if key is None:
+        return compute()
+    entry = module.__dict__.get(_CACHE_ATTR)
+    if entry is not None and entry[0] == key:
+        return entry[1]
+    bias = compute()
+    if type(bias) is Tensor:
+        module.__dict__[_CACHE_ATTR] = (key, bias)
+    return bias
+
+
+def _is_fx_tracing() -> bool:
+    fn = getattr(getattr(torch.fx, "_symbolic_trace", None), "is_fx_symbolic_tracing", None)
+    return bool(fn()) if fn is not None else False
+
+
+def clear_bias_cache(module: nn.Module) -> None:
+    module.__dict__.pop(_CACHE_ATTR, None)
+
+
+def _cache_key(deps: Sequence[Tensor], extra_key: Tuple) -> Optional[Tuple]:
+    try:
+        parts = tuple(
+            (t._version, t.data_ptr(), t.dtype, t.device, tuple(t.shape)) for t in deps
+        )
+        dev = deps[0].device.type if deps else "cpu"
+        autocast = (torch.is_autocast_enabled(dev), torch.get_autocast_dtype(dev))
+    except Exception:  # inference tensors (no version counter), fake / meta-like tensors, ...
+        return None
+    return parts + (autocast, torch.is_inference_mode_enabled()) + tuple(extra_key)
+
+
+def adopt_state(new: nn.Module, old: nn.Module) -> nn.Module:
+    """Give ``new`` (made with ``cls.__new__``) the complete state of ``old``.
+
+    Parameters, buffers and submodules are the same objects (so optimizers, DDP, requires_grad
+    flags, devices and dtypes carry over), kept in the same registration order (so
+    ``named_parameters()`` and ``state_dict()`` list the same names in the same order); the
+    containers themselves are copied, so the two modules can be changed independently afterwards.
+    Hook dictionaries are shared, so handles of hooks registered on ``old`` still work.
+    """
+    state = dict(old.__dict__)
+    for name in ("_parameters", "_buffers", "_modules"):
+        if name in state:
+            state[name] = type(state[name])(state[name])
+    if "_non_persistent_buffers_set" in state:
+        state["_non_persistent_buffers_set"] = set(state["_non_persistent_buffers_set"])
+    state.pop(_CACHE_ATTR, None)
+    new.__dict__.update(state)
+    return new
+
+
+def require_attributes(module: nn.Module, names: Sequence[str], what: str) -> None:
+    missing = [n for n in names if not hasattr(module, n)]
+    if missing:
+        raise TypeError(
+            f"expected {what}, got {type(module).__module__}.{type(module).__qualname__} without "
+            f"attribute(s) {', '.join(missing)}"
+        )
+
+
+def window_area(window_size) -> int:
+    return int(window_size[0]) * int(window_size[1])
+
+
+LN100 = math.log(1.0 / 0.01)  # the logit-scale clamp bound as timm / transformers write it

@@ -1,0 +1,355 @@
+"""swap_window_attention on whole timm and transformers Swin models (built from config, no downloads).
+
+The swapped model's logits and every parameter gradient equal those of the unswapped deep copy;
+parameter names, order and objects, state_dict keys, train/eval mode and requires_grad flags are
+unchanged; unsupported modules are left alone with a warning.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from flash_window_attn.modules import WindowAttention, WindowAttentionV1
+from flash_window_attn.swap import swap_window_attention
+
+from _swin_helpers import (
+    LazyModule,
+    assert_autocast_rule,
+    assert_same_run,
+    autocast_error,
+    close,
+    perturb_parameters,
+    require_op_dropout,
+)
+
+timm_v2 = LazyModule("timm.models.swin_transformer_v2")
+timm_v1 = LazyModule("timm.models.swin_transformer")
+
+TOL = 2e-5
+GRAD_TOL = 2e-4
+
+SMALL = dict(img_size=64, patch_size=4, window_size=8, embed_dim=48, depths=(2, 2), num_heads=(3, 6),
+             num_classes=10, drop_path_rate=0.0)
+
+
+def timm_v2_model(**kw):
+    m = timm_v2.SwinTransformerV2(**{**SMALL, **kw})
+    perturb_parameters(m, seed=1)
+    return m
+
+
+def timm_v1_model(**kw):
+    m = timm_v1.SwinTransformer(**{**SMALL, **kw})
+    perturb_parameters(m, seed=2)
+    return m
+
+
+def hf_config(kind, **kw):
+    transformers = pytest.importorskip("transformers")
+    Config = transformers.Swinv2Config if kind == "v2" else transformers.SwinConfig
+    base = dict(image_size=64, patch_size=4, embed_dim=48, depths=[2, 2], num_heads=[3, 6],
+                window_size=8, num_labels=10, drop_path_rate=0.0)
+    return Config(**{**base, **kw})
+
+
+def hf_model(name, **kw):
+    transformers = pytest.importorskip("transformers")
+    cls = getattr(transformers, name)
+    config = hf_config("v2" if "v2" in name else "v1", **kw)
+    m = cls(config)
+    perturb_parameters(m, seed=3)
+    return m
+
+
+def images(n=2, seed=0):
+    return torch.randn((n, 3, 64, 64), generator=torch.Generator().manual_seed(seed))
+
+
+def logits(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if getattr(out, "logits", None) is not None:
+        return out.logits
+    return out.last_hidden_state
+
+
+def swapped_copy(model, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a supported model swaps without any warning
+        return swap_window_attention(copy.deepcopy(model), verbose=False, **kw)
+
+
+MODELS = {
+    "timm_v2": timm_v2_model,
+    "timm_v1": timm_v1_model,
+    "hf_swinv2_cls": lambda: hf_model("Swinv2ForImageClassification"),
+    "hf_swinv2_model": lambda: hf_model("Swinv2Model"),
+    "hf_swin_cls": lambda: hf_model("SwinForImageClassification"),
+    "hf_swin_model": lambda: hf_model("SwinModel"),
+}
+
+
+def _dropin_types():
+    types = [WindowAttention, WindowAttentionV1]
+    try:
+        from flash_window_attn import hf
+
+        types += [hf.FlashSwinv2SelfAttention, hf.FlashSwinAttention]
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_swapped_model_matches(name):
+    make = MODELS[name]
+    ref = make()
+    ours = swapped_copy(ref)
+    assert ours._flash_window_attn_swapped == 4  # depths (2, 2)
+    assert sum(isinstance(m, _dropin_types()) for m in ours.modules()) == 4
+    assert list(ref.state_dict()) == list(ours.state_dict())
+    assert [(n, p.shape) for n, p in ref.named_parameters()] == \
+        [(n, p.shape) for n, p in ours.named_parameters()]
+    assert [n for n, _ in ref.named_buffers()] == [n for n, _ in ours.named_buffers()]
+    grads = assert_same_run(ref, ours, (images(),), tol=TOL, grad_tol=GRAD_TOL, out_fn=logits)
+    # not vacuous: the attention output reaches the logits (every value projection gets a real
+    # gradient) and the query projections get a gradient
+    top = max(g.abs().max().item() for g in grads.values())
+    v_weights = [n for n in grads if n.endswith("weight") and
+                 any(k in n for k in (".attn.qkv.", ".value.", ".v_proj."))]
+    q_weights = [n for n in grads if n.endswith("weight") and any(k in n for k in (".query.", ".q_proj."))]
+    assert len(v_weights) == 4
+    for n in v_weights:
+        assert grads[n].abs().max().item() > 1e-4 * top, n
+    for n in q_weights:
+        assert grads[n].abs().max().item() > 0, n
+    ref.eval()
+    ours.eval()
+    with torch.no_grad():
+        x = images(seed=1)
+        close(logits(ours(x)), logits(ref(x)), TOL)
+        close(logits(ours(x)), logits(ref(x)), TOL)  # again, with the bias caches filled
+
+
+def test_swap_keeps_parameters_modes_and_flags():
+    model = timm_v2_model()
+    model.train()
+    model.layers[0].blocks[1].attn.eval()
+    model.layers[1].blocks[0].attn.cpb_mlp.requires_grad_(False)
+    model.layers[1].blocks[0].attn.logit_scale.requires_grad_(False)
+    before_params = list(model.named_parameters())
+    before_buffers = [(n, b) for n, b in model.named_buffers()]
+    modes = {n: m.training for n, m in model.named_modules()}
+    hook_calls = []
+    model.layers[0].blocks[0].attn.register_forward_hook(lambda *a: hook_calls.append(1))
+
+    out = swap_window_attention(model, verbose=False)
+    assert out is model and model._flash_window_attn_swapped == 4
+    after_params = list(model.named_parameters())
+    assert [n for n, _ in before_params] == [n for n, _ in after_params]
+    assert all(a is b for (_, a), (_, b) in zip(before_params, after_params))  # no new parameters
+    assert all(a is b for (_, a), (_, b) in zip(before_buffers, model.named_buffers()))
+    assert {n: m.training for n, m in model.named_modules()} == modes
+    assert not model.layers[0].blocks[1].attn.training
+    assert not model.layers[1].blocks[0].attn.logit_scale.requires_grad
+    assert all(not p.requires_grad for p in model.layers[1].blocks[0].attn.cpb_mlp.parameters())
+    assert isinstance(model.layers[0].blocks[0].attn, WindowAttention)
+    model(images())
+    assert hook_calls  # hooks registered on the original module still run
+
+
+def test_swap_is_idempotent_and_reports(caplog, capsys):
+    model = timm_v1_model()
+    swap_window_attention(model)
+    assert "replaced 4 window-attention module(s)" in capsys.readouterr().err
+    with caplog.at_level(logging.INFO, logger="flash_window_attn"):
+        swap_window_attention(model)
+    assert model._flash_window_attn_swapped == 0
+    assert "replaced 0" in caplog.text
+    assert capsys.readouterr().err == ""  # logged (INFO shown), not printed twice
+    swap_window_attention(model, verbose=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_swap_root_module_and_shared_module():
+    attn = timm_v2.WindowAttention(64, (8, 8), 2)
+    perturb_parameters(attn)
+    ref = copy.deepcopy(attn)
+    new = swap_window_attention(attn, verbose=False)
+    assert isinstance(new, WindowAttention) and new._flash_window_attn_swapped == 1
+    x = torch.randn(4, 64, 64)
+    with torch.no_grad():
+        close(new(x), ref(x), TOL)
+
+    shared = timm_v2.WindowAttention(64, (8, 8), 2)
+    holder = nn.ModuleDict({"a": shared, "b": nn.Sequential(shared)})
+    swap_window_attention(holder, verbose=False)
+    assert holder._flash_window_attn_swapped == 1
+    assert holder["a"] is holder["b"][0] and isinstance(holder["a"], WindowAttention)
+
+
+def test_unsupported_modules_left_alone_with_warning():
+    # embed_dim 60 with 3 heads: head_dim 20 in stage 0 (unsupported), 40 in stage 1 (supported)
+    ref = timm_v2_model(embed_dim=60, num_heads=(3, 3))
+    model = copy.deepcopy(ref)
+    with pytest.warns(UserWarning, match=r"layers\.0\.blocks\.[01]\.attn .*head_dim 20") as rec:
+        swap_window_attention(model, verbose=False)
+    assert sum("left layers.0.blocks" in str(w.message) for w in rec) == 2
+    assert model._flash_window_attn_swapped == 2
+    assert type(model.layers[0].blocks[0].attn) is timm_v2.WindowAttention
+    assert type(model.layers[1].blocks[1].attn) is WindowAttention
+    assert_same_run(ref, model, (images(),), tol=TOL, grad_tol=GRAD_TOL)
+
+    class Custom(timm_v2.WindowAttention):
+        pass
+
+    holder = nn.Sequential(Custom(64, (8, 8), 2))
+    with pytest.warns(UserWarning, match=r"left 0 .*subclasses"):
+        swap_window_attention(holder, verbose=False)
+    assert type(holder[0]) is Custom
+
+
+def test_swap_then_change_dtype():
+    """Nothing is captured at swap time: moving the swapped model to float64 works (and is tight)."""
+    ref = timm_v2_model()
+    ours = swapped_copy(ref)
+    ref.double()
+    ours.double()
+    # the op clamps at float32(ln 100); keep the logit scales under it for a float64 comparison
+    with torch.no_grad():
+        for m in (ref, ours):
+            for n, p in m.named_parameters():
+                if n.endswith("logit_scale"):
+                    p.clamp_(max=4.5)
+    x = images().double()
+    with torch.no_grad():
+        close(ours(x), ref(x), 1e-9)
+
+
+def test_model_bias_cache_invalidation():
+    """Eval-mode cache: same results, invalidated by an optimizer step and by set_input_size."""
+    ref = timm_v2_model()
+    ours = swapped_copy(ref)
+    x = images(seed=2)
+    ref.eval()
+    ours.eval()
+    with torch.no_grad():
+        close(ours(x), ref(x), TOL)
+        attn = ours.layers[0].blocks[0].attn
+        b = attn.relative_position_bias()
+        assert attn.relative_position_bias() is b
+
+    for m in (ref, ours):
+        m.train()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        m(x).square().sum().backward()
+        opt.step()
+        m.eval()
+    with torch.no_grad():
+        assert attn.relative_position_bias() is not b
+        close(ours(x), ref(x), 1e-4)
+
+    # a new window size (timm's set_input_size calls set_window_size on each attention module)
+    for m in (ref, ours):
+        m.set_input_size(img_size=(64, 64), window_size=(4, 4))  # (timm needs img_size here)
+    assert ours.layers[0].blocks[0].attn.window_size == (4, 4)
+    with torch.no_grad():
+        close(ours(x), ref(x), 1e-4)
+
+
+def test_hf_output_attentions_through_model():
+    for name in ("Swinv2Model", "SwinModel"):
+        ref = hf_model(name)
+        if name == "SwinModel":
+            ref.set_attn_implementation("eager")  # SDPA returns no attention weights
+        ref.eval()
+        ours = swapped_copy(ref)
+        with torch.no_grad():
+            a = ref(images(), output_attentions=True)
+            b = ours(images(), output_attentions=True)
+        assert len(a.attentions) == len(b.attentions) > 0
+        for x, y in zip(a.attentions, b.attentions):
+            close(y, x, TOL)
+        close(b.last_hidden_state, a.last_hidden_state, TOL)
+
+
+def test_hf_swinv2_shift_mask_is_used_twice_through_model():
+    """A Swinv2 model with shifted windows: the drop-in reproduces transformers' doubled mask."""
+    ref = hf_model("Swinv2ForImageClassification", window_size=4)  # 16x16 grid: shifts in both stages
+    ours = swapped_copy(ref)
+    shifted = [m for m in ref.modules() if type(m).__name__ == "Swinv2Layer" and m.shift_size > 0]
+    assert shifted
+    assert_same_run(ref, ours, (images(),), tol=TOL, grad_tol=GRAD_TOL, out_fn=logits)
+
+
+def test_swapped_model_dropout_reproducible():
+    require_op_dropout()
+    ref = timm_v2_model(attn_drop_rate=0.2)
+    model = swapped_copy(ref)
+    model.train()
+    x = images(seed=3)
+    torch.manual_seed(7)
+    a = model(x)
+    torch.manual_seed(7)
+    b = model(x)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.manual_seed(8)
+    assert not torch.equal(model(x), a)
+    model.eval()
+    ref.eval()
+    with torch.no_grad():
+        close(model(x), ref(x), TOL)  # eval: no dropout in either
+
+
+# ------------------------------------------------------------------------------------------------
+# CUDA: the swapped model under fp16 / bf16 autocast against the fp32 original
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_cuda_autocast_swapped_model(name, dtype):
+    ref = MODELS[name]().cuda()
+    ours = swapped_copy(ref)  # swapped after .cuda()
+    x = images(8).cuda()
+
+    def run(model, amp):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype, enabled=amp):
+            y = logits(model(x))
+        y.float().square().mean().backward()
+        res = {n: p.grad.float() for n, p in model.named_parameters() if p.grad is not None}
+        res["output"] = y.detach().float()
+        return res
+
+    ref32, ref_lp, ours_lp = run(ref, False), run(ref, True), run(ours, True)
+    assert_autocast_rule(ours_lp, ref_lp, ref32, atol=2e-3 if dtype == torch.float16 else 1e-2)
+
+
+@pytest.mark.cuda
+def test_cuda_swap_before_cuda_and_compile():
+    """Swap on CPU, then .cuda(), then torch.compile(model): eager and compiled logits of the
+    swapped model are within the original's own bf16 error of the fp32 original."""
+    ref = timm_v2_model()
+    ours = swapped_copy(ref).cuda()
+    ref = ref.cuda()
+    ref.eval()
+    ours.eval()
+    x = images(8).cuda()
+    compiled = torch.compile(ours)
+    with torch.no_grad():
+        y32 = ref(x).float()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y_lp = ref(x).float()
+            eager = ours(x).float()
+            got = compiled(x).float()
+    base = autocast_error(y_lp, y32)
+    assert autocast_error(eager, y32) <= 2 * base + 1e-2
+    assert autocast_error(got, y32) <= 2 * base + 1e-2
