@@ -551,8 +551,9 @@ def test_cuda_autocast_matches_timm(version, window, dtype):
 @pytest.mark.cuda
 def test_cuda_fp32_dropout_runs_original_math():
     """The op's dropout does not take float32 CUDA inputs: the module falls back to timm's math."""
-    ref = timm_v2.WindowAttention(64, (8, 8), 2, attn_drop=0.3).cuda()
+    ref = timm_v2.WindowAttention(64, (8, 8), 2, attn_drop=0.3)
     perturb_parameters(ref, seed=1)
+    ref = ref.cuda()
     ours = WindowAttention(64, (8, 8), 2, attn_drop=0.3).cuda()
     ours.load_state_dict(ref.state_dict())
     x = _x(8, 64, 64, seed=19).cuda()

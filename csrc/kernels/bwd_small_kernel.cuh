@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             }
             const float l = quad_sum(psum);
             // Rows past N (zero q and dout) and rows whose logits are all -inf get P = 0.
-            const float inv = (row < N && l > 0.f) ? 1.f / l : 0.f;
+            const float inv = (row < N && l != 0.f) ? 1.f / l : 0.f;   // NaN l propagates
             const float D = quad_sum(dsum) * inv;
             if (cosine) {
                 // __fmul_rn: no FMA contraction, so that the two terms cancel exactly when they
@@ -208,6 +208,17 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
         }
         // dS (in dp) is final; P becomes P o Z for dv.
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
+        // From here dS only feeds the 16-bit operands of dq and dk: for V2 it is rounded as
+        // alpha * dS (what the gradient of the cosine logits is, and where eager PyTorch rounds
+        // it), not as dS itself, whose small values would lose bits to fp16's subnormal range
+        // (alpha is up to 100). The gradient epilogues then apply 1 instead of alpha.
+        if (cosine) {
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) dp[nt][e] *= alpha;
+        }
+        const float grad_f = cosine ? 1.f : alpha;
         // P and dS·(1/||q_i||) to shared memory for the key-side products.
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
@@ -228,7 +239,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             zero_acc(dq);
             warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
             warp_store_grad_rows<kHeadDim>(
-                dq, cosine, tQ, warp * 16, q_inv, alpha,
+                dq, cosine, tQ, warp * 16, q_inv, grad_f,
                 static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
                 p.dq.row_stride, warp * 16, N, d, lane);
         }
@@ -259,7 +270,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
             const float k_inv[2] = {cosine ? kinv[key + (lane >> 2)] : 1.f,
                                     cosine ? kinv[key + (lane >> 2) + 8] : 1.f};
             warp_store_grad_rows<kHeadDim>(
-                acc, which == 1 && cosine, tK, key, k_inv, which == 1 ? alpha : 1.f,
+                acc, which == 1 && cosine, tK, key, k_inv, which == 1 ? grad_f : 1.f,
                 static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride,
                 dst.row_stride, key, N, d, lane);
         }

@@ -273,6 +273,7 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
             // fragments were read at its first item, and only that item loads q into a stage):
             // stage O there, then write whole 16-byte row chunks.
             Element* sOut = stage_q(stage) + warp * 16 * Shape::kPitch;
+            __syncwarp();   // every lane's ldmatrix reads of these rows are done (racecheck-clean)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int lrow = g + 8 * r;

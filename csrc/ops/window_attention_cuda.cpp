@@ -23,11 +23,16 @@ void check_cuda(cudaError_t err, const char* what) {
 bool kernel_ready(const at::Tensor& t) {
     const int64_t elems = 16 / t.element_size();
     if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
+    if (t.stride(3) != 1) return false;
     for (int i = 0; i < 3; ++i)
         if (t.size(i) > 1 && t.stride(i) % elems != 0) return false;
     return true;
 }
-at::Tensor as_kernel_ready(const at::Tensor& t) { return kernel_ready(t) ? t : t.contiguous(); }
+// A fresh contiguous copy otherwise: .contiguous() would return an already contiguous tensor whose
+// data pointer is misaligned (a view starting 2 bytes into its storage) unchanged.
+at::Tensor as_kernel_ready(const at::Tensor& t) {
+    return kernel_ready(t) ? t : t.clone(at::MemoryFormat::Contiguous);
+}
 
 fwa::TensorRef ref(const at::Tensor& t) {
     fwa::TensorRef r;
@@ -213,7 +218,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         // out and lse come from the caller of the raw op: any strides (the kernels want unit last
         // stride and 16-byte rows for out, a contiguous (B_, H, N) lse).
         const at::Tensor dout_ = as_kernel_ready(dout);
-        const at::Tensor out_ = out.stride(3) == 1 ? as_kernel_ready(out) : out.contiguous();
+        const at::Tensor out_ = as_kernel_ready(out);   // also copies a non-unit last stride
         const at::Tensor lse_ = lse.contiguous();
         p.q = ref(q_);
         p.k = ref(k_);

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) simt_fwd_kernel(const SimtFwdParams 
 #pragma unroll
       for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
         const int c = lane + 32 * cc;
-        if (c < d) orow[c] = l > 0.f ? acc[m][cc] / l : 0.f;
+        if (c < d) orow[c] = l != 0.f ? acc[m][cc] / l : 0.f;  // NaN l propagates
       }
     }
   }
