@@ -208,17 +208,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
         }
         // dS (in dp) is final; P becomes P o Z for dv.
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
-        // From here dS only feeds the 16-bit operands of dq and dk: for V2 it is rounded as
-        // alpha * dS (what the gradient of the cosine logits is, and where eager PyTorch rounds
-        // it), not as dS itself, whose small values would lose bits to fp16's subnormal range
-        // (alpha is up to 100). The gradient epilogues then apply 1 instead of alpha.
-        if (cosine) {
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) dp[nt][e] *= alpha;
-        }
-        const float grad_f = cosine ? 1.f : alpha;
+        const float grad_f = alpha;   // applied to dq', dk' in fp32 by the epilogues
         // P and dS·(1/||q_i||) to shared memory for the key-side products.
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {

@@ -211,8 +211,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                 const float p1 = fast_exp2(fmaf(-lse[c + 1], kLog2e, x1));
                 s[nt][2 * r] = p0;
                 s[nt][2 * r + 1] = p1;
-                // V2: dS is rounded to 16 bits as alpha * dS (see bwd_small); the epilogue applies 1.
-                const float qf0 = cosine ? qinv[c] * alpha : 1.f, qf1 = cosine ? qinv[c + 1] * alpha : 1.f;
+                const float qf0 = cosine ? qinv[c] : 1.f, qf1 = cosine ? qinv[c + 1] : 1.f;
                 dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[c]) * qf0;
                 dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[c + 1]) * qf1;
             }
@@ -228,7 +227,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     auto dst = [&](const TensorRef& t) {
         return static_cast<Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
     };
-    warp_store_grad_rows<kHeadDim>(dk, cosine, sK, warp * 16, k_inv, cosine ? 1.f : alpha, dst(p.dk),
+    warp_store_grad_rows<kHeadDim>(dk, cosine, sK, warp * 16, k_inv, alpha, dst(p.dk),
                                    p.dk.row_stride, key0 + warp * 16, N, d, lane);
     warp_store_grad_rows<kHeadDim>(dv, false, sK, warp * 16, k_inv, 1.f, dst(p.dv),
                                    p.dv.row_stride, key0 + warp * 16, N, d, lane);
@@ -426,12 +425,6 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             }
         }
 
-        if (cosine) {   // V2: dq's 16-bit operand is alpha * dS (see bwd_small)
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) dp[nt][e] *= alpha;
-        }
         if (has_bm && kPrefetchBm && item + 1 < n_items) load_bm_regs(j + 1 == n_key_tiles ? 0 : j + 1);
 
         // dq' += (dS diag(1/||k||)) k
@@ -450,7 +443,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             }
             // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
             warp_store_grad_rows<kHeadDim>(
-                dq, cosine, tQ, warp * 16, q_inv, cosine ? 1.f : alpha,
+                dq, cosine, tQ, warp * 16, q_inv, alpha,
                 static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
                 p.dq.row_stride, row0 + warp * 16, N, d, lane);
         }
