@@ -523,6 +523,8 @@ def main(argv=None) -> int:
 
     device_name = torch.cuda.get_device_name()
     out_json = args.out or os.path.join(HERE, "results", f"{slug(device_name)}.json")
+    if os.path.isdir(out_json):
+        out_json = os.path.join(out_json, f"{slug(device_name)}.json")
     os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -533,6 +535,23 @@ def main(argv=None) -> int:
     print(f"device-to-device copy rate: {rate * 1e3 / 1e9:.0f} GB/s (bytes read + written per second)")
 
     rows: List[Dict] = []
+
+    def write_json(rows_so_far: List[Dict]) -> None:
+        result = {
+            "device": device_name,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([os.path.basename(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
+            "copy_rate_bytes_per_s": rate * 1e3,
+            "timing": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
+            "complete": len(rows_so_far) == len(configs) * len(dtypes),
+            "rows": rows_so_far,
+        }
+        with open(out_json, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+
     for cfg in configs:
         for dname in dtypes:
             dtype = DTYPES[dname]
@@ -582,25 +601,14 @@ def main(argv=None) -> int:
                     print(f"  {name:<8} {res['status']}", flush=True)
             row["bars"] = evaluate_bars(row)
             rows.append(row)
+            write_json(rows)   # after every row: a run stopped by a time limit keeps what it measured
             del inp, ref
             gc.collect()
             torch.cuda.empty_cache()
 
     print_tables(rows, impl_names)
 
-    result = {
-        "device": device_name,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([os.path.basename(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
-        "copy_rate_bytes_per_s": rate * 1e3,
-        "timing": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
-        "rows": rows,
-    }
-    with open(out_json, "w") as f:
-        json.dump(result, f, indent=1, default=str)
+    write_json(rows)
     print(f"\nwrote {out_json}")
     png = plot(rows, os.path.splitext(out_json)[0] + ".png", device_name)
     if png:
