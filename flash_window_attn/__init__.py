@@ -33,6 +33,8 @@ def _load_library() -> None:
         "window_attention_dropout_fwd",
         "window_attention_dropout_bwd",
         "dropout_keep_mask",
+        "local_attention_fwd",
+        "local_attention_bwd",
     ):
         if not hasattr(ns, name):
             raise ImportError(
@@ -47,6 +49,8 @@ from .ops import dropout_keep_mask, window_attention  # noqa: E402
 from .reference import window_attention_reference  # noqa: E402
 from .modules import WindowAttention, WindowAttentionV1  # noqa: E402
 from .swap import swap_window_attention  # noqa: E402
+from .local import block_sliding_window_attention, sliding_window_attention  # noqa: E402
+from .local_reference import local_attention_reference  # noqa: E402
 
 
 def __getattr__(name):
@@ -64,6 +68,9 @@ __all__ = [
     "WindowAttention",
     "WindowAttentionV1",
     "swap_window_attention",
+    "sliding_window_attention",
+    "block_sliding_window_attention",
+    "local_attention_reference",
     "FlashSwinv2SelfAttention",
     "FlashSwinAttention",
     "__version__",

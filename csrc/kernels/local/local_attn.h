@@ -1,0 +1,68 @@
+// Torch-free interface of the fp16/bf16 tensor-core kernels of local attention
+// (flash_window_attn::local_attention_fwd / _bwd; sliding-window and block-sliding-window).
+//
+//   S = scale * q kᵀ over the allowed band only (local_band.h), P = softmax(S) (fp32),
+//   out = P v, lse = log Σ_allowed exp S (natural log, fp32);
+//   backward: D = rowsum(dout * out), dS = P * (dout vᵀ - D), dq = scale dS k,
+//   dk = scale Σ_heads dSᵀ q, dv = Σ_heads Pᵀ dout (the H / Hkv query heads of a kv head summed in
+//   ascending order inside one CTA: deterministic, no atomics).
+//
+// Layouts: q, dout, out (B, H, L, d); k, v (B, Hkv, L, d); any batch / head / row strides in
+// elements, unit last stride, 16-byte aligned rows and base pointers (the op layer copies
+// anything else). lse and the D workspace are (B, H, L) fp32 contiguous. out, dq, dk, dv are
+// written with their own strides (the op passes contiguous tensors).
+// Sizes: 1 <= L < 2^31 - 128, d a multiple of 8 up to the head-dim bucket (32, 64 or 128; columns
+// beyond d are zero-filled on load and never stored); float32 (SIMT path) d <= 256. The launchers return
+// cudaErrorInvalidConfiguration for a grid of more than 2^31 - 1 CTAs.
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#include "../window_attn.h"   // TensorRef, Dtype, kTileM / kTileN / kNumThreads
+#include "local_band.h"
+
+namespace fwa {
+
+static_assert(kLocalTile == kTileM && kLocalTile == kTileN, "local kernels use the 64-row tiles of tile_io.cuh");
+
+struct LocalFwdParams {
+    TensorRef q, k, v, out;
+    float* lse = nullptr;   // (B, H, L) fp32 contiguous; written by the forward, read by the backward
+
+    int B = 0, H = 0, Hkv = 0, L = 0, d = 0;
+    int group = 1;          // H / Hkv: query head h reads kv head h / group
+    // Normalised band (normalize_local_band): left / right -1 = unbounded, 1 <= block <= L.
+    int left = -1, right = -1, block = 1;
+    float scale = 1.f;      // multiplies q · k
+
+    FWA_BAND_HD LocalBand band() const {
+        LocalBand b;
+        b.L = L;
+        b.left = left;
+        b.right = right;
+        b.block = block;
+        return b;
+    }
+};
+
+struct LocalBwdParams : LocalFwdParams {
+    TensorRef dout, dq, dk, dv;
+    float* dsum = nullptr;  // workspace (B, H, L) fp32: D = rowsum(dout * out)
+};
+
+// One instantiation per (dtype, head-dim bucket), each in its own .cu under instantiations/.
+template <typename Element, int kHeadDim> cudaError_t run_local_fwd(const LocalFwdParams& p, cudaStream_t s);
+template <typename Element, int kHeadDim> cudaError_t run_local_bwd(const LocalBwdParams& p, cudaStream_t s);
+
+// float32 inputs: full-precision SIMT kernels (local_simt_fp32.cu), one warp per row, d <= 256.
+constexpr int kLocalSimtMaxHeadDim = 256;
+cudaError_t local_attn_fwd_fp32(const LocalFwdParams& p, cudaStream_t s);
+cudaError_t local_attn_bwd_fp32(const LocalBwdParams& p, cudaStream_t s);
+
+// Head-dim bucket of d (32, 64 or 128) for the fp16 / bf16 kernels, or 0 when d > 128.
+int local_attn_head_dim_bucket(int d);
+// Dtype / head-dim dispatch (local_attn_dispatch.cu). Return cudaSuccess or the launch error.
+cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s);
+cudaError_t local_attn_bwd(Dtype dt, const LocalBwdParams& p, cudaStream_t s);
+
+}  // namespace fwa

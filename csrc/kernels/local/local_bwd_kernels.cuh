@@ -1,0 +1,348 @@
+// Local-attention backward, fp16/bf16 on tensor cores, deterministic. Three kernels:
+//
+//  1. preprocess: D_i = dout_i · out_i (fp32) for every (b, h, i), into the (B, H, L) workspace.
+//  2. key side: one CTA (4 warps x 16 keys) per (64-key tile n, kv head hk, batch b). It loops
+//     over the query heads of the group, h = hk * group + 0 ... group - 1 in ascending order, and
+//     for each over the query tiles [query_tile_first(n), query_tile_last(n)] of local_band.h
+//     (exactly the tiles holding an allowed pair with its keys), recomputing
+//       Pᵀ = exp(scale k qᵀ - lse), dSᵀ = Pᵀ o (v doutᵀ - D)
+//     and accumulating dv += Pᵀ dout and dk += dSᵀ q in registers over all of them. Sᵀ is
+//     computed directly (keys are the rows), so Pᵀ and dSᵀ are already A operands of the next
+//     products. The GQA sum over heads happens inside this one CTA in a fixed order: no atomics,
+//     bitwise deterministic. dk = scale * acc, dv = acc, written once.
+//  3. query side: one CTA per (64-query tile m, query head h, batch b) over the key tiles
+//     [key_tile_first(m), key_tile_last(m)], recomputing P and dS the same way and accumulating
+//     dq = scale dS k in registers.
+// Both 2 and 3 skip every tile outside the band and mask per element only on the band's edges
+// (query_tile_full / key_tile_full tiles run without a mask), with each row's exact interval of
+// allowed partners (which also excludes queries / keys >= L). k, v (2) or q, dout (3) stay in
+// shared memory for the whole CTA; the streamed tiles are double-buffered with cp.async.
+#pragma once
+#include <algorithm>
+
+#include "local_fwd_kernel.cuh"
+
+namespace fwa {
+
+// ---------------------------------------------------------------------------------------------
+// 1. D = rowsum(dout * out)
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_preprocess_kernel(const LocalBwdParams p) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kTPR = kHeadDim / 8;   // threads per row, one 16-byte chunk each
+    constexpr int kRowsPerBlock = kNumThreads / kTPR;
+    const int tid = threadIdx.x;
+    const int64_t total = int64_t(p.B) * p.H * p.L;
+    const int c = (tid % kTPR) * 8;
+    // Grid-stride over row groups: whole warps take the same trip count (the shuffles below).
+    for (int64_t base = int64_t(blockIdx.x) * kRowsPerBlock; base < total;
+         base += int64_t(gridDim.x) * kRowsPerBlock) {
+        const int64_t row_id = base + tid / kTPR;
+        float dsum = 0.f;
+        if (row_id < total && c < p.d) {
+            const int64_t bh = row_id / p.L;
+            const int64_t i = row_id - bh * p.L;
+            const int64_t b = bh / p.H, h = bh - b * p.H;
+            const uint4 o = *reinterpret_cast<const uint4*>(static_cast<const Element*>(p.out.ptr) + b * p.out.batch_stride +
+                                                            h * p.out.head_stride + i * p.out.row_stride + c);
+            const uint4 g = *reinterpret_cast<const uint4*>(static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride +
+                                                            h * p.dout.head_stride + i * p.dout.row_stride + c);
+            const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, gw[4] = {g.x, g.y, g.z, g.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 x = Tr::unpack(ow[e]), y = Tr::unpack(gw[e]);
+                dsum = fmaf(x.x, y.x, fmaf(x.y, y.y, dsum));
+            }
+        }
+#pragma unroll
+        for (int o = 1; o < kTPR; o <<= 1) dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
+        if (row_id < total && tid % kTPR == 0) p.dsum[row_id] = dsum;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Key side: dk, dv.
+
+template <int kHeadDim> struct LocalBwdKvSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // k, v of the key tile; q and dout, 2 stages each; lse and D of the query tile, 2 stages.
+    static constexpr size_t kBytes = size_t(6) * kTile * 2 + size_t(2) * 2 * kTileM * sizeof(float);
+};
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const LocalBwdParams p) {
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a tile
+    constexpr int kDT = kHeadDim / 8;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sK = reinterpret_cast<Element*>(smem_raw);
+    Element* sV = sK + kTile;
+    Element* sQ = sV + kTile;          // 2 stages
+    Element* sO = sQ + 2 * kTile;      // dout, 2 stages
+    float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][lse, D][64]
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int L = p.L, d = p.d;
+    const int n_kt = (L + kTileN - 1) / kTileN;
+
+    int64_t bid = blockIdx.x;
+    const int n_block = static_cast<int>(bid % n_kt); bid /= n_kt;
+    const int hk = static_cast<int>(bid % p.Hkv);
+    const int64_t b = bid / p.Hkv;
+    const int key0 = n_block * kTileN;
+
+    const LocalBand band = p.band();
+    const int qt_first = static_cast<int>(band.query_tile_first(n_block));
+    const int qt_last = static_cast<int>(band.query_tile_last(n_block));
+    const int n_qt = qt_last - qt_first + 1;   // >= 1: the diagonal tile
+    const int n_items = p.group * n_qt;        // (query head of the group, query tile), head-major
+    // Query tile m is full iff full_lo <= 64 m and 64 m + 63 <= full_hi (see query_tile_full).
+    const int full_lo = static_cast<int>(band.query_lo(band.tile_last_row(n_block)));
+    const int full_hi = static_cast<int>(band.query_hi(key0));
+    RowInterval iv[2];   // allowed queries of this thread's two keys
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int key = key0 + warp * 16 + g + 8 * r;
+        iv[r].set(band.query_lo(key), band.query_hi(key), L);
+    }
+
+    auto head_ptr = [&](const TensorRef& t, int head) {
+        return static_cast<const Element*>(t.ptr) + b * t.batch_stride + head * t.head_stride;
+    };
+    auto issue_loads = [&](int item) {
+        const int gi = item / n_qt;
+        const int qt = qt_first + (item - gi * n_qt);
+        const int h = hk * p.group + gi;
+        const int st = item & 1;
+        load_tile_async<Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d, tid);
+        load_tile_async<Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM, L, d,
+                                           tid);
+        if (tid < kTileM) {
+            // Rows >= L get lse = D = 0 (zero-fill); they are masked below (query_hi <= L - 1)
+            // and their q, dout rows are zero.
+            const int i = qt * kTileM + tid;
+            const int ok = i < L ? 4 : 0;
+            const int64_t src = (b * p.H + h) * int64_t(L) + (i < L ? i : 0);
+            float* dst = sRow + st * 2 * kTileM;
+            cp_async_4(smem_u32(dst + tid), p.lse + src, ok);
+            cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
+        }
+    };
+
+    load_tile_async<Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
+    load_tile_async<Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
+    issue_loads(0);
+    cp_async_commit();
+
+    const float sl = p.scale * kLog2e;
+    float dk[kDT][4], dv[kDT][4];
+    zero_acc(dk);
+    zero_acc(dv);
+
+    for (int item = 0; item < n_items; ++item) {
+        cp_async_wait<0>();
+        __syncthreads();   // item landed for all threads; the other stage is free
+        if (item + 1 < n_items) issue_loads(item + 1);
+        cp_async_commit();
+        const int st = item & 1;
+        const int qt = qt_first + item % n_qt;
+        const int q0 = qt * kTileM;
+        const Element* tQ = sQ + st * kTile;
+        const Element* tO = sO + st * kTile;
+        const float* lse = sRow + st * 2 * kTileM;
+        const float* dsum = lse + kTileM;
+
+        // Sᵀ = k qᵀ and dPᵀ = v doutᵀ: this warp's 16 keys x the 64 queries of the tile.
+        float s[kNT][4], dp[kNT][4];
+        zero_acc(s);
+        zero_acc(dp);
+        warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
+        warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
+
+        const bool full = full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const int c = nt * 8 + 2 * t4;   // query within the tile
+                const float2 ls = *reinterpret_cast<const float2*>(lse + c);
+                const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
+                float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
+                if (!full) {
+                    const int i = q0 + c;
+                    if (!iv[r].contains(i)) p0 = 0.f;
+                    if (!iv[r].contains(i + 1)) p1 = 0.f;
+                }
+                s[nt][2 * r] = p0;
+                s[nt][2 * r + 1] = p1;
+                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
+                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
+            }
+        }
+
+        // dv += Pᵀ dout, dk += dSᵀ q
+        warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
+        warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
+    }
+
+    auto dst = [&](const TensorRef& t) {
+        return static_cast<Element*>(t.ptr) + b * t.batch_stride + hk * t.head_stride;
+    };
+    const float unused_inv[2] = {1.f, 1.f};
+    warp_store_grad_rows<kHeadDim>(dk, false, sK, warp * 16, unused_inv, p.scale, dst(p.dk), p.dk.row_stride,
+                                   key0 + warp * 16, L, d, lane);
+    warp_store_grad_rows<kHeadDim>(dv, false, sK, warp * 16, unused_inv, 1.f, dst(p.dv), p.dv.row_stride,
+                                   key0 + warp * 16, L, d, lane);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Query side: dq.
+
+template <int kHeadDim> struct LocalBwdQSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // q and dout of the query tile; k and v, 2 stages each.
+    static constexpr size_t kBytes = size_t(6) * kTile * 2;
+};
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const LocalBwdParams p) {
+    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sO = sQ + kTile;
+    Element* sK = sO + kTile;        // 2 stages
+    Element* sV = sK + 2 * kTile;    // 2 stages
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int L = p.L, d = p.d;
+    const int n_m = (L + kTileM - 1) / kTileM;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
+    const int h = static_cast<int>(bid % p.H);
+    const int64_t b = bid / p.H;
+    const int hk = h / p.group;
+
+    const LocalBand band = p.band();
+    const int row0 = m_block * kTileM;
+    const int kt_first = static_cast<int>(band.key_tile_first(m_block));
+    const int kt_last = static_cast<int>(band.key_tile_last(m_block));
+    const int n_tiles = kt_last - kt_first + 1;
+    const int full_lo = static_cast<int>(band.key_lo(band.tile_last_row(m_block)));
+    const int full_hi = static_cast<int>(band.key_hi(row0));
+    RowInterval iv[2];
+    float lse2[2], dsum[2];
+    const int64_t row_base = (b * p.H + h) * int64_t(L);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = row0 + warp * 16 + g + 8 * r;
+        iv[r].set(band.key_lo(row), band.key_hi(row), L);
+        // Rows >= L: q and dout rows are zero-filled and dq is not stored; any finite value works.
+        lse2[r] = row < L ? p.lse[row_base + row] * kLog2e : 0.f;
+        dsum[r] = row < L ? p.dsum[row_base + row] : 0.f;
+    }
+
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
+    auto issue_kv = [&](int kt, int st) {
+        load_tile_async<Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
+        load_tile_async<Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
+    };
+    load_tile_async<Element, kHeadDim>(
+        sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
+        L, d, tid);
+    load_tile_async<Element, kHeadDim>(
+        sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
+        p.dout.row_stride, row0, L, d, tid);
+    issue_kv(kt_first, 0);
+    cp_async_commit();
+
+    const float sl = p.scale * kLog2e;
+    float dq[kDT][4];
+    zero_acc(dq);
+
+    for (int it = 0; it < n_tiles; ++it) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (it + 1 < n_tiles) issue_kv(kt_first + it + 1, (it + 1) & 1);
+        cp_async_commit();
+        const int st = it & 1;
+        const Element* tK = sK + st * kTile;
+        const Element* tV = sV + st * kTile;
+        const int key0 = (kt_first + it) * kTileN;
+
+        float s[kNT][4], dp[kNT][4];
+        zero_acc(s);
+        zero_acc(dp);
+        warp_mma_abt<kHeadDim>(s, sQ, warp * 16, tK, lane);
+        warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
+
+        const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
+                float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
+                if (!full) {
+                    const int j = key0 + nt * 8 + 2 * t4;
+                    if (!iv[r].contains(j)) p0 = 0.f;
+                    if (!iv[r].contains(j + 1)) p1 = 0.f;
+                }
+                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
+                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+            }
+        }
+        warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);   // dq' += dS k
+    }
+
+    const float unused_inv[2] = {1.f, 1.f};
+    warp_store_grad_rows<kHeadDim>(dq, false, sQ, warp * 16, unused_inv, p.scale,
+                                   static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                                   p.dq.row_stride, row0 + warp * 16, L, d, lane);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_local_bwd(const LocalBwdParams& p, cudaStream_t stream) {
+    cudaError_t err;
+    const int64_t n_t = (int64_t(p.L) + kTileM - 1) / kTileM;
+    const int64_t q_grid = n_t * p.H * p.B;
+    const int64_t kv_grid = n_t * p.Hkv * p.B;
+    if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
+    if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    {
+        constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
+        const int64_t rows = int64_t(p.B) * p.H * p.L;
+        const int64_t grid = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, int64_t(1) << 20);
+        local_attn_bwd_preprocess_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    {
+        constexpr size_t smem = LocalBwdKvSmem<kHeadDim>::kBytes;
+        int ctas = 0;
+        if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+            return err;
+        local_attn_bwd_kv_kernel<Element, kHeadDim><<<static_cast<unsigned>(kv_grid), kNumThreads, smem, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    {
+        constexpr size_t smem = LocalBwdQSmem<kHeadDim>::kBytes;
+        int ctas = 0;
+        if ((err = prepare_kernel<local_attn_bwd_q_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+            return err;
+        local_attn_bwd_q_kernel<Element, kHeadDim><<<static_cast<unsigned>(q_grid), kNumThreads, smem, stream>>>(p);
+    }
+    return cudaGetLastError();
+}
+
+}  // namespace fwa

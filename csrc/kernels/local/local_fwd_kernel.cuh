@@ -1,0 +1,209 @@
+// Local-attention forward, fp16/bf16 on tensor cores (mma.sync m16n8k16, fp32 accumulation).
+//
+//   S = scale q kᵀ on the allowed band, P = softmax(S) (online over 64-key tiles, fp32),
+//   out = P v, lse = log Σ exp S (natural log)
+//
+// Work split: one CTA (4 warps, 16 query rows each) per (64-query tile m, query head h, batch b),
+// flattened into a 1-D grid with m fastest (neighbouring CTAs share most of their key band in L2)
+// and m reversed (the longest rows of causal-like bands start first). Query head h reads kv head
+// h / group (GQA).
+// What is skipped: the CTA visits only key tiles [key_tile_first(m), key_tile_last(m)] of
+// local_band.h, which are exactly the tiles holding at least one allowed pair of its rows; cost is
+// O(L x window). Tiles entirely inside the band (key_tile_full) run without a mask; the tiles on
+// the band's edges mask per element with each row's exact interval [key_lo(i), key_hi(i)], which
+// also excludes keys >= L. Every real row has its diagonal key, so no row is empty (lse finite).
+// Pipeline: q is loaded once (its fragments then live in registers); k and v tiles are
+// double-buffered with cp.async (the next tile's copy overlaps this tile's products).
+// Determinism: no atomics; each output row is produced by one warp in a fixed order.
+#pragma once
+#include "../launch_utils.h"
+#include "../warp_mma.cuh"
+#include "local_attn.h"
+
+namespace fwa {
+
+template <int kHeadDim> struct LocalFwdSmem {
+    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+    // q (also the output staging buffer), then k and v, 2 stages each.
+    static constexpr size_t kBytes = size_t(5) * kTile * 2;
+};
+
+// CTAs per SM the register allocation must allow (shared memory allows at least this many).
+template <int kHeadDim> constexpr int local_fwd_min_blocks() { return kHeadDim <= 32 ? 4 : (kHeadDim <= 64 ? 3 : 2); }
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads, local_fwd_min_blocks<kHeadDim>())
+local_attn_fwd_kernel(const LocalFwdParams p) {
+    using Tr = ElementTraits<Element>;
+    using Shape = TileShape<kHeadDim>;
+    constexpr int kTile = Shape::kElems;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sK = sQ + kTile;        // 2 stages
+    Element* sV = sK + 2 * kTile;    // 2 stages
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int L = p.L, d = p.d;
+    const int n_m = (L + kTileM - 1) / kTileM;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
+    const int h = static_cast<int>(bid % p.H);
+    const int64_t b = bid / p.H;
+    const int hk = h / p.group;
+
+    const LocalBand band = p.band();
+    const int row0 = m_block * kTileM;
+    const int kt_first = static_cast<int>(band.key_tile_first(m_block));
+    const int kt_last = static_cast<int>(band.key_tile_last(m_block));
+    const int n_tiles = kt_last - kt_first + 1;   // >= 1: the diagonal tile
+    // Key tile n is full iff full_lo <= 64 n and 64 n + 63 <= full_hi (see key_tile_full).
+    const int full_lo = static_cast<int>(band.key_lo(band.tile_last_row(m_block)));
+    const int full_hi = static_cast<int>(band.key_hi(row0));
+    RowInterval iv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = row0 + warp * 16 + g + 8 * r;
+        iv[r].set(band.key_lo(row), band.key_hi(row), L);
+    }
+
+    const Element* q_base = static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride;
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
+    auto issue_kv = [&](int kt, int st) {
+        load_tile_async<Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
+        load_tile_async<Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
+    };
+
+    load_tile_async<Element, kHeadDim>(sQ, q_base, p.q.row_stride, row0, L, d, tid);
+    issue_kv(kt_first, 0);
+    cp_async_commit();
+
+    const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
+    float o_acc[kDT][4];
+    zero_acc(o_acc);
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+    uint32_t q_frag[kKS][4];
+
+    for (int it = 0; it < n_tiles; ++it) {
+        cp_async_wait<0>();
+        __syncthreads();   // tile `it` landed for all threads; stage (it + 1) & 1 is free
+        if (it + 1 < n_tiles) issue_kv(kt_first + it + 1, (it + 1) & 1);
+        cp_async_commit();
+        const int st = it & 1;
+        const Element* tK = sK + st * kTile;
+        const Element* tV = sV + st * kTile;
+        const int kt = kt_first + it;
+        const int key0 = kt * kTileN;
+
+        if (it == 0) {
+#pragma unroll
+            for (int ks = 0; ks < kKS; ++ks) load_a_frag<kHeadDim>(sQ, warp * 16, ks * 16, lane, q_frag[ks]);
+        }
+
+        float s[kNT][4];
+        zero_acc(s);
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+#pragma unroll
+            for (int np = 0; np < kNT / 2; ++np) {
+                uint32_t bf[4];
+                load_b_frag_nk<kHeadDim>(tK, np * 16, ks * 16, lane, bf);
+                mma_16816<Element>(s[2 * np], q_frag[ks], bf[0], bf[1]);
+                mma_16816<Element>(s[2 * np + 1], q_frag[ks], bf[2], bf[3]);
+            }
+        }
+
+        const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mx_even = -INFINITY, mx_odd = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
+                if (!full) {
+                    const int j = key0 + nt * 8 + 2 * t4;
+                    if (!iv[r].contains(j)) x0 = -INFINITY;
+                    if (!iv[r].contains(j + 1)) x1 = -INFINITY;
+                }
+                s[nt][2 * r] = x0;
+                s[nt][2 * r + 1] = x1;
+                if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+                else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
+            }
+            const float m_new = fmaxf(row_max[r], quad_max(fmaxf(mx_even, mx_odd)));
+            // A row with no allowed key in this tile (and none before) keeps max -inf: use 0 so
+            // that exp2(-inf - 0) = 0 instead of NaN.
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float corr = fast_exp2(row_max[r] - m_use);
+            row_max[r] = m_new;
+            float sum_even = 0.f, sum_odd = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const float e0 = fast_exp2(s[nt][2 * r] - m_use);
+                const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+                s[nt][2 * r] = e0;
+                s[nt][2 * r + 1] = e1;
+                if (nt % 2 == 0) sum_even += e0 + e1;
+                else sum_odd += e0 + e1;
+            }
+            row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
+#pragma unroll
+            for (int i = 0; i < kDT; ++i) {
+                o_acc[i][2 * r] *= corr;
+                o_acc[i][2 * r + 1] *= corr;
+            }
+        }
+
+        warp_mma_pb<kHeadDim>(o_acc, s, nullptr, tV, lane);   // O += P v
+    }
+
+    // Epilogue: normalise, stage this warp's 16 rows in its own rows of sQ (only this warp read
+    // them, at it == 0), then store whole 16-byte chunks.
+    Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
+    Element* sOut = sQ + warp * 16 * Shape::kPitch;
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lrow = g + 8 * r;
+        const int row = row0 + warp * 16 + lrow;
+        const float l = quad_sum(row_sum[r]);
+        const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
+        if (row < L && t4 == 0)
+            p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+#pragma unroll
+        for (int i = 0; i < kDT; ++i)
+            *reinterpret_cast<uint32_t*>(sOut + lrow * Shape::kPitch + i * 8 + 2 * t4) =
+                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < 16 * Shape::kChunksPerRow; c += 32) {
+        const int lrow = c / Shape::kChunksPerRow, col = (c % Shape::kChunksPerRow) * 8;
+        const int row = row0 + warp * 16 + lrow;
+        if (row < L && col < d)
+            *reinterpret_cast<uint4*>(out + int64_t(row) * p.out.row_stride + col) =
+                *reinterpret_cast<const uint4*>(sOut + lrow * Shape::kPitch + col);
+    }
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_local_fwd(const LocalFwdParams& p, cudaStream_t stream) {
+    const int64_t n_m = (int64_t(p.L) + kTileM - 1) / kTileM;
+    const int64_t grid = n_m * p.H * p.B;
+    if (grid == 0) return cudaSuccess;
+    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    constexpr size_t smem = LocalFwdSmem<kHeadDim>::kBytes;
+    int ctas = 0;
+    cudaError_t err = prepare_kernel<local_attn_fwd_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+    if (err != cudaSuccess) return err;
+    local_attn_fwd_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa

@@ -1,0 +1,183 @@
+// CUDA implementations of flash_window_attn::local_attention_fwd / _bwd: shared argument checks
+// (local_attention_common.h), tensors -> kernel params (csrc/kernels/local/local_attn.h),
+// workspace allocation on the current stream, dispatch over the fp16 / bf16 tensor-core kernels.
+//
+// fp16 / bf16 run the tensor-core kernels (d <= 128; d > 128 raises NotImplementedError: the
+// register tiles of the backward do not fit); float32 runs full-precision SIMT kernels (d <= 256).
+//
+// Safety gate: these kernels were written without access to a GPU. Until they have been validated
+// on one, the CUDA impls raise NotImplementedError unless FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA=1.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/local/local_attn.h"
+#include "ops/local_attention_common.h"
+
+namespace flash_window_attn {
+namespace {
+
+constexpr const char* kLocalCudaOp = "local_attention (CUDA): ";
+
+void check_unvalidated_gate() {
+    const char* env = std::getenv("FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA");
+    TORCH_CHECK_NOT_IMPLEMENTED(env != nullptr && std::strcmp(env, "1") == 0,
+                                "flash_window_attn: the CUDA kernels of local_attention are not yet validated on a "
+                                "GPU; set FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA=1 to run them anyway (for the "
+                                "validation run)");
+}
+
+void check_cuda_launch(cudaError_t err, const char* what) {
+    TORCH_CHECK(err == cudaSuccess, kLocalCudaOp, what, " failed: ", cudaGetErrorString(err));
+}
+
+// What the CUDA kernels support beyond the shared checks (dtype, head dim, 32-bit row indices).
+void check_cuda_support(const at::Tensor& q, const LocalAttnSizes& s) {
+    TORCH_CHECK_TYPE(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16 ||
+                         q.scalar_type() == at::kFloat,
+                     kLocalCudaOp, "q must have dtype float16, bfloat16 or float32, but has dtype ", q.scalar_type());
+    if (q.scalar_type() == at::kFloat) {
+        TORCH_CHECK_NOT_IMPLEMENTED(s.d <= fwa::kLocalSimtMaxHeadDim, kLocalCudaOp,
+                                    "head dims d > 256 are not implemented for float32 on CUDA (d = ", s.d, ")");
+    } else {
+        TORCH_CHECK_NOT_IMPLEMENTED(fwa::local_attn_head_dim_bucket(static_cast<int>(s.d)) != 0, kLocalCudaOp,
+                                    "head dims d > 128 are not implemented for float16 / bfloat16 on CUDA yet (d = ",
+                                    s.d, "); use d <= 128, float32 inputs, or the CPU");
+    }
+    // Row indices are 32-bit inside the kernels (with a tile of slack).
+    TORCH_CHECK_VALUE(s.L <= int64_t(INT_MAX) - 2 * fwa::kLocalTile, kLocalCudaOp,
+                      "sequence length L = q.size(2) must be at most ", int64_t(INT_MAX) - 2 * fwa::kLocalTile,
+                      " on CUDA, but L = ", s.L);
+    TORCH_CHECK_VALUE(s.B <= INT_MAX && s.H <= INT_MAX, kLocalCudaOp, "B = ", s.B, " and H = ", s.H,
+                      " must each be at most ", INT_MAX, " on CUDA");
+}
+
+// The kernels read rows with 16-byte async copies: base and every used stride must be 16-byte aligned.
+bool kernel_ready(const at::Tensor& t) {
+    const int64_t elems = 16 / t.element_size();
+    if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
+    if (t.stride(3) != 1) return false;
+    for (int i = 0; i < 3; ++i)
+        if (t.size(i) > 1 && t.stride(i) % elems != 0) return false;
+    return true;
+}
+// A fresh contiguous copy otherwise: .contiguous() would hand back an already contiguous tensor
+// whose data pointer is misaligned (a view starting 2 bytes into its storage) unchanged.
+at::Tensor as_kernel_ready(const at::Tensor& t) {
+    return kernel_ready(t) ? t : t.clone(at::MemoryFormat::Contiguous);
+}
+
+fwa::TensorRef ref(const at::Tensor& t) {
+    fwa::TensorRef r;
+    r.ptr = t.data_ptr();
+    r.batch_stride = t.stride(0);
+    r.head_stride = t.stride(1);
+    r.row_stride = t.stride(2);
+    return r;
+}
+
+fwa::Dtype kernel_dtype(const at::Tensor& q) {
+    return q.scalar_type() == at::kHalf ? fwa::Dtype::kFloat16 : fwa::Dtype::kBFloat16;
+}
+
+void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, int64_t right, int64_t block,
+                 double scale) {
+    p.B = static_cast<int>(s.B);
+    p.H = static_cast<int>(s.H);
+    p.Hkv = static_cast<int>(s.Hkv);
+    p.L = static_cast<int>(s.L);
+    p.d = static_cast<int>(s.d);
+    p.group = static_cast<int>(s.H / s.Hkv);
+    // Normalised band: block <= L and each side < number of blocks, so all fit in int (L >= 1).
+    const fwa::LocalBand band = fwa::normalize_local_band(s.L, left, right, block);
+    p.left = static_cast<int>(band.left);
+    p.right = static_cast<int>(band.right);
+    p.block = static_cast<int>(band.block);
+    p.scale = static_cast<float>(scale);
+}
+
+std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                            const at::Tensor& v, int64_t left, int64_t right,
+                                                            int64_t block, double scale) {
+    const LocalAttnSizes s = check_local_fwd_args(q, k, v, left, right, block, scale);
+    check_unvalidated_gate();
+    check_cuda_support(q, s);
+    const c10::cuda::CUDAGuard guard(q.device());
+
+    at::Tensor out = make_local_out(q);
+    at::Tensor lse = make_local_lse(q);
+    if (s.B == 0 || s.H == 0 || s.L == 0) return {out, lse};   // nothing to compute, no launch
+
+    const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
+    TORCH_CHECK(kernel_ready(out), kLocalCudaOp, "internal error: out is not 16-byte aligned");
+    fwa::LocalFwdParams p;
+    fill_common(p, s, left, right, block, scale);
+    p.q = ref(q_);
+    p.k = ref(k_);
+    p.v = ref(v_);
+    p.out = ref(out);
+    p.lse = lse.data_ptr<float>();
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    check_cuda_launch(q.scalar_type() == at::kFloat ? fwa::local_attn_fwd_fp32(p, stream)
+                                                    : fwa::local_attn_fwd(kernel_dtype(q), p, stream),
+                      "forward kernel launch");
+    return {out, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale) {
+    const LocalAttnSizes s = check_local_bwd_args(dout, q, k, v, out, lse, left, right, block, scale);
+    check_unvalidated_gate();
+    check_cuda_support(q, s);
+    const c10::cuda::CUDAGuard guard(q.device());
+
+    at::Tensor dq = at::empty(q.sizes(), q.options());   // contiguous
+    at::Tensor dk = at::empty(k.sizes(), k.options());
+    at::Tensor dv = at::empty(v.sizes(), v.options());
+    if (s.B == 0 || s.L == 0) return {dq, dk, dv};   // empty tensors
+    if (s.H == 0) {
+        // Hkv >= 1 divides H = 0: dk, dv are non-empty sums over no query heads.
+        dk.zero_();
+        dv.zero_();
+        return {dq, dk, dv};
+    }
+    TORCH_CHECK(kernel_ready(dq) && kernel_ready(dk) && kernel_ready(dv), kLocalCudaOp,
+                "internal error: gradient buffers are not 16-byte aligned");
+
+    const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
+    const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
+    const at::Tensor lse_ = lse.contiguous();
+    at::Tensor dsum = at::empty({s.B, s.H, s.L}, q.options().dtype(at::kFloat));
+
+    fwa::LocalBwdParams p;
+    fill_common(p, s, left, right, block, scale);
+    p.q = ref(q_);
+    p.k = ref(k_);
+    p.v = ref(v_);
+    p.out = ref(out_);
+    p.dout = ref(dout_);
+    p.dq = ref(dq);
+    p.dk = ref(dk);
+    p.dv = ref(dv);
+    p.lse = const_cast<float*>(lse_.data_ptr<float>());
+    p.dsum = dsum.data_ptr<float>();
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    check_cuda_launch(q.scalar_type() == at::kFloat ? fwa::local_attn_bwd_fp32(p, stream)
+                                                    : fwa::local_attn_bwd(kernel_dtype(q), p, stream),
+                      "backward kernel launch");
+    return {dq, dk, dv};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
+    m.impl("local_attention_fwd", &local_attention_fwd_cuda);
+    m.impl("local_attention_bwd", &local_attention_bwd_cuda);
+}
+
+}  // namespace flash_window_attn

@@ -1,0 +1,610 @@
+"""Sliding-window / block-sliding-window attention (issue 4): numerics, registration, errors.
+
+Numerics: out and dq, dk, dv of the public functions against the float64 dense reference with the
+explicit boolean mask (flash_window_attn.local_reference), with the project's rule
+(flash_window_attn.testing.compare_to_reference):
+    err(ours vs float64) <= 2 * err(same reference in the inputs' dtype vs float64) + atol[dtype].
+The grid (L x window pattern x GQA ratio x d x dtype x layout) is covered pairwise, plus L x pattern
+in full. CUDA tests are marked `cuda` and skip without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import torch
+import torch._dynamo
+
+from flash_window_attn.local import block_sliding_window_attention, sliding_window_attention
+from flash_window_attn.local_reference import local_attention_mask, local_attention_reference
+from flash_window_attn.testing import all_pairs, compare_to_reference, normalized_error
+
+fwd_op = torch.ops.flash_window_attn.local_attention_fwd.default
+bwd_op = torch.ops.flash_window_attn.local_attention_bwd.default
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+]
+
+
+# ------------------------------------------------------------------------------------------------
+# Problems
+# ------------------------------------------------------------------------------------------------
+
+
+def make_qkv(B, H, Hkv, L, d, *, dtype=torch.float32, device="cpu", layout="contiguous", seed=0,
+             requires_grad=True):
+    """q (B, H, L, d), k, v (B, Hkv, L, d) and a cotangent dout, in one of several memory layouts:
+
+    contiguous; packed (views of one (B, L, (H + 2 Hkv) d) projection output, as in a transformer);
+    permuted (dense (B, L, heads, d) storage seen as (B, heads, L, d)); sliced (every other batch of a
+    bigger tensor with extra heads, rows and columns, at an offset). Values are drawn on the CPU from
+    a seeded generator so that CPU and CUDA see the same numbers. Gradients are taken with respect to
+    the returned q, k, v (views where the layout makes them views).
+    """
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
+
+    if layout == "packed":
+        base = randn(B, L, (H + 2 * Hkv) * d).requires_grad_(requires_grad)
+        heads = base.view(B, L, H + 2 * Hkv, d).transpose(1, 2)
+        q, k, v = heads[:, :H], heads[:, H:H + Hkv], heads[:, H + Hkv:]
+    elif layout == "permuted":
+        leaves = [randn(B, L, n, d).requires_grad_(requires_grad) for n in (H, Hkv, Hkv)]
+        q, k, v = (t.transpose(1, 2) for t in leaves)
+    elif layout == "sliced":
+        leaves = [randn(2 * B, n + 1, L + 3, d + 8).requires_grad_(requires_grad) for n in (H, Hkv, Hkv)]
+        q, k, v = (t[::2, 1:, 2:L + 2, 8:] for t in leaves)
+    elif layout == "contiguous":
+        q, k, v = (randn(B, n, L, d).requires_grad_(requires_grad) for n in (H, Hkv, Hkv))
+    else:
+        raise ValueError(layout)
+    dout = randn(B, H, L, d)
+    return q, k, v, dout
+
+
+# Window patterns: name -> (function of L giving the public call's kwargs, a short description).
+# "lt" windows are smaller than L, "eq" equal to it, "gt" larger.
+def pattern_call(name: str, L: int):
+    """(fn, kwargs, (left, right, block)) for a pattern at length L."""
+    w = max(1, L // 5)
+    if name == "full":
+        return "sliding", dict(window=(-1, -1)), (-1, -1, 1)
+    if name == "causal":
+        return "sliding", dict(causal=True), (-1, 0, 1)
+    if name == "causal_window":  # (-1, 0) spelt as a window
+        return "sliding", dict(window=(-1, 0)), (-1, 0, 1)
+    if name == "sym_lt":
+        return "sliding", dict(window=(w, w)), (w, w, 1)
+    if name == "causal_local_lt":
+        return "sliding", dict(window=(w, 0)), (w, 0, 1)
+    if name == "causal_capped":  # causal caps a positive right at 0
+        return "sliding", dict(window=(w, 3), causal=True), (w, 0, 1)
+    if name == "asym_lt":
+        return "sliding", dict(window=(w // 2, w + 1)), (w // 2, w + 1, 1)
+    if name == "sym_eq":
+        return "sliding", dict(window=(L, L)), (L, L, 1)
+    if name == "causal_local_gt":
+        return "sliding", dict(window=(2 * L + 3, 0)), (2 * L + 3, 0, 1)
+    if name == "right_only_gt":
+        return "sliding", dict(window=(0, 3 * L)), (0, 3 * L, 1)
+    if name == "block_div":  # block size dividing L (when L allows)
+        bs = max(1, L // 8) if L % 8 == 0 else 1
+        return "block", dict(block_size=bs, window_blocks=3), (2, 0, bs)
+    if name == "block_nodiv":
+        bs = 7 if L > 7 else max(1, L)
+        return "block", dict(block_size=bs, window_blocks=2), (1, 0, bs)
+    if name == "block_diag":
+        bs = 16
+        return "block", dict(block_size=bs, window_blocks=1), (0, 0, bs)
+    if name == "block_gt":  # more window blocks than blocks: block-causal over everything
+        bs = 5
+        return "block", dict(block_size=bs, window_blocks=L + 2), (L + 1, 0, bs)
+    raise ValueError(name)
+
+
+PATTERNS = ["full", "causal", "causal_window", "sym_lt", "causal_local_lt", "causal_capped", "asym_lt",
+            "sym_eq", "causal_local_gt", "right_only_gt", "block_div", "block_nodiv", "block_diag", "block_gt"]
+
+
+def call_public(kind, q, k, v, kwargs, scale=None):
+    if kind == "sliding":
+        return sliding_window_attention(q, k, v, scale=scale, **kwargs)
+    return block_sliding_window_attention(q, k, v, scale=scale, **kwargs)
+
+
+def sizes_for(L: int, gqa: int, device: str):
+    """(B, Hkv): small problems for long sequences keep the CPU suite fast."""
+    if L >= 1000:
+        return 1, 2 if gqa < 8 else 1
+    if L >= 128:
+        return 1, 2 if gqa < 8 else 1
+    return 2, 2
+
+
+def _grads(out, inputs, dout):
+    return dict(zip(("dq", "dk", "dv"), torch.autograd.grad(out, inputs, dout)))
+
+
+def reference_results(q, k, v, dout, band, scale, dtype):
+    """The dense reference's out and grads, run in `dtype` (float64 for the oracle)."""
+    qq, kk, vv = (t.detach().to(dtype).requires_grad_(True) for t in (q, k, v))
+    out = local_attention_reference(qq, kk, vv, *band, scale)
+    res = {"out": out.detach()}
+    res.update(_grads(out, (qq, kk, vv), dout.to(dtype)))
+    return res
+
+
+def check_case(kind, kwargs, band, q, k, v, dout, dtype, *, scale=None, desc=""):
+    out = call_public(kind, q, k, v, kwargs, scale=scale)
+    ours = {"out": out.detach(), **_grads(out, (q, k, v), dout)}
+    d = q.shape[-1]
+    sc = d ** -0.5 if scale is None else scale
+    ref64 = reference_results(q, k, v, dout, band, sc, torch.float64)
+    reflp = reference_results(q, k, v, dout, band, sc, dtype) if dtype != torch.float64 else None
+    if reflp is None:  # the same formula in float64 has error ~1e-16: keep the baseline explicit
+        reflp = reference_results(q, k, v, dout, band, sc, torch.float64)
+    ok, lines = compare_to_reference(ours, ref64, reflp, dtype)
+    assert ok, f"{desc}\n" + "\n".join(lines)
+    # output contract: contiguous, input dtype, shapes
+    B, H, L, _ = q.shape
+    assert out.shape == (B, H, L, d) and out.dtype == q.dtype and out.is_contiguous()
+    assert ours["dq"].shape == q.shape and ours["dk"].shape == k.shape and ours["dv"].shape == v.shape
+    for name in ("dq", "dk", "dv"):
+        assert ours[name].dtype == q.dtype
+    return ours
+
+
+# ------------------------------------------------------------------------------------------------
+# The grid, covered pairwise
+# ------------------------------------------------------------------------------------------------
+
+FACTORS = {
+    "L": [1, 17, 128, 1000],
+    "pattern": PATTERNS,
+    "gqa": [1, 2, 8],
+    "d": [32, 64, 128],
+    "layout": ["contiguous", "packed", "sliced", "permuted"],
+}
+
+
+def _grid(dtypes, extra_L=(), marks=()):
+    cases = all_pairs({**FACTORS, "L": FACTORS["L"] + list(extra_L), "dtype": dtypes})
+    covered = {(c["L"], c["pattern"], c["dtype"]) for c in cases}
+    n = 0
+    for L in FACTORS["L"] + list(extra_L):  # L x pattern x dtype in full
+        for pat in PATTERNS:
+            for dt in dtypes:
+                if (L, pat, dt) not in covered:
+                    cases.append({"L": L, "pattern": pat, "dtype": dt, "gqa": [1, 2, 8][n % 3],
+                                  "d": [32, 64, 128][(n // 3) % 3], "layout": FACTORS["layout"][n % 4]})
+                    n += 1
+    params = []
+    for i, c in enumerate(cases):
+        cid = f"L{c['L']}-{c['pattern']}-gqa{c['gqa']}-d{c['d']}-{c['layout']}-{c['dtype']}"
+        params.append(pytest.param(c, i, id=cid, marks=list(marks)))
+    return params
+
+
+def _run_grid_case(case, seed, device):
+    L, gqa, d, dtype = case["L"], case["gqa"], case["d"], DTYPES[case["dtype"]]
+    B, Hkv = sizes_for(L, gqa, device)
+    if L >= 4096:
+        B, Hkv, d = 1, 1, min(d, 64)
+    H = gqa * Hkv
+    kind, kwargs, band = pattern_call(case["pattern"], L)
+    q, k, v, dout = make_qkv(B, H, Hkv, L, d, dtype=dtype, device=device, layout=case["layout"], seed=seed)
+    check_case(kind, kwargs, band, q, k, v, dout, dtype, desc=f"{case} B={B} H={H} Hkv={Hkv} d={d}")
+
+
+@pytest.mark.parametrize("case,seed", _grid(["fp32", "fp64", "bf16"]))
+def test_grid_cpu(case, seed):
+    _run_grid_case(case, seed, "cpu")
+
+
+@pytest.mark.parametrize("case,seed", _grid(["fp16", "bf16", "fp32"], extra_L=(4096,), marks=(pytest.mark.cuda,)))
+def test_grid_cuda(case, seed):
+    _run_grid_case(case, seed, "cuda")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("band", [(-1, -1, 1), (-1, 0, 1), (3, 2, 1), (0, 0, 1), (1, 1, 5), (2, 0, 4), (0, 4, 3),
+                                  (-1, 1, 6), (2, -1, 2), (2 ** 40, 0, 3), (0, 2 ** 62, 2 ** 62), (1, 1, 2 ** 62)])
+def test_general_bands_through_the_op(device, band):
+    """Bands the public functions cannot express (right > 0 with block > 1, left = -1 with block > 1,
+    right unbounded) and huge left / right / block (no overflow), through the op and its autograd."""
+    dtype = torch.float64 if device == "cpu" else torch.float32
+    B, H, Hkv, L, d = 2, 4, 2, 45, 16
+    q, k, v, dout = make_qkv(B, H, Hkv, L, d, dtype=dtype, device=device, layout="packed", seed=sum(band) % 1000 + 50)
+    out, lse = fwd_op(q, k, v, *band, 0.3)
+    ours = {"out": out.detach(), **_grads(out, (q, k, v), dout)}
+    ref64 = reference_results(q, k, v, dout, band, 0.3, torch.float64)
+    reflp = reference_results(q, k, v, dout, band, 0.3, dtype)
+    ok, lines = compare_to_reference(ours, ref64, reflp, dtype)
+    assert ok, f"band {band}\n" + "\n".join(lines)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype_name", ["fp32", "fp64", "bf16", "fp16"])
+def test_lse(device, dtype_name):
+    """lse = natural-log log-sum-exp of the scaled logits over the allowed keys, fp32, contiguous."""
+    dtype = DTYPES[dtype_name]
+    if device == "cuda" and dtype == torch.float64:
+        pytest.skip("float64 is CPU-only")
+    for band in [(-1, -1, 1), (5, 0, 1), (1, 0, 8), (4, 7, 1)]:
+        q, k, v, _ = make_qkv(2, 4, 2, 77, 32, dtype=dtype, device=device, requires_grad=False, seed=3)
+        out, lse = fwd_op(q, k, v, *band, 0.25)
+        _, lse64 = local_attention_reference(q.double(), k.double(), v.double(), *band, 0.25, return_lse=True)
+        assert lse.dtype == torch.float32 and lse.shape == (2, 4, 77) and lse.is_contiguous()
+        assert out.is_contiguous() and out.dtype == dtype
+        # lse is computed from the (exactly representable) inputs in fp32: fp32 accuracy in every dtype
+        assert (lse.double() - lse64).abs().max().item() <= 1e-5 * max(1.0, lse64.abs().max().item())
+
+
+def test_mask_matches_issue_definition():
+    """The oracle's mask is the issue's rule, written out element by element."""
+    for L in (1, 9, 23):
+        for left, right, block in [(-1, -1, 1), (-1, 0, 1), (3, 3, 1), (2, 0, 1), (0, 0, 4), (1, 0, 4), (2, 1, 3),
+                                   (-1, 2, 5), (30, 0, 1)]:
+            m = local_attention_mask(L, left, right, block)
+            for i in range(L):
+                for j in range(L):
+                    bi, bj = i // block, j // block
+                    want = (left < 0 or bi - bj <= left) and (right < 0 or bj - bi <= right)
+                    assert bool(m[i, j]) == want, (L, left, right, block, i, j)
+            assert m.diagonal().all()  # no empty row
+    # the public spellings: sliding window i - left <= j <= i + right; block window bi - wb + 1 .. bi
+    L = 20
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    assert torch.equal(local_attention_mask(L, 3, 2, 1), (j >= i - 3) & (j <= i + 2))
+    bs, wb = 4, 2
+    assert torch.equal(local_attention_mask(L, wb - 1, 0, bs), (j // bs <= i // bs) & (j // bs >= i // bs - wb + 1))
+
+
+def test_public_spellings_agree():
+    """causal=True equals window[1] = 0; windows wider than L equal unbounded ones; bitwise (same bands)."""
+    q, k, v, _ = make_qkv(1, 4, 2, 50, 32, requires_grad=False, seed=9)
+    f = sliding_window_attention
+    assert torch.equal(f(q, k, v, causal=True), f(q, k, v, window=(-1, 0)))
+    assert torch.equal(f(q, k, v, window=(7, -1), causal=True), f(q, k, v, window=(7, 0)))
+    assert torch.equal(f(q, k, v, window=(7, 30), causal=True), f(q, k, v, window=(7, 0)))
+    assert torch.equal(f(q, k, v, window=(50, 49)), f(q, k, v))
+    assert torch.equal(f(q, k, v, window=(1000, 0)), f(q, k, v, causal=True))
+    assert torch.equal(block_sliding_window_attention(q, k, v, 1, 8), f(q, k, v, window=(7, 0)))
+    assert torch.equal(block_sliding_window_attention(q, k, v, 50, 1), f(q, k, v))
+    # scale: explicit default equals the default
+    assert torch.equal(f(q, k, v, window=(3, 3), scale=32 ** -0.5), f(q, k, v, window=(3, 3)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_of_sum_expanded_cotangent(device):
+    """out.sum() gives an expanded (zero-stride) cotangent; the autograd wrapper copes."""
+    q, k, v, _ = make_qkv(1, 2, 1, 33, 16, dtype=torch.float64 if device == "cpu" else torch.float32,
+                          device=device, seed=4)
+    out = sliding_window_attention(q, k, v, window=(4, 0))
+    gq, gk, gv = torch.autograd.grad(out.sum(), (q, k, v))
+    ref = reference_results(q, k, v, torch.ones_like(out), (4, 0, 1), 16 ** -0.5, torch.float64)
+    for name, g in zip(("dq", "dk", "dv"), (gq, gk, gv)):
+        assert normalized_error(g, ref[name]) < 1e-5, name
+
+
+def test_long_sequence_small_window_is_banded():
+    """Cost follows L x window: L = 65536 with a 16-key causal window (fwd + bwd) is fast. A dense
+    L^2 computation here is ~2 x 10^11 multiply-adds (minutes on this CPU); the band is ~10^8."""
+    q, k, v, dout = make_qkv(1, 2, 1, 65536, 32, seed=5)
+    t0 = time.perf_counter()
+    out = sliding_window_attention(q, k, v, window=(15, 0))
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    elapsed = time.perf_counter() - t0
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert elapsed < 20.0, f"L=65536, window 16 took {elapsed:.1f} s"
+    # spot-check the last rows against the reference on a suffix (the band makes rows local)
+    tail = 64
+    sl = slice(65536 - tail - 15, 65536)
+    ref = local_attention_reference(q[:, :, sl].double(), k[:, :, sl].double(), v[:, :, sl].double(), 15, 0, 1)
+    assert normalized_error(out[:, :, -tail:], ref[:, :, -tail:]) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------
+# Determinism, empty problems
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_deterministic(device):
+    """Gradients (dk / dv summed over 8 query heads) are bitwise equal run to run, and on the CPU
+    for any thread count."""
+    dtype = torch.float32
+    q, k, v, dout = make_qkv(1, 8, 1, 300, 64, dtype=dtype, device=device, layout="packed", seed=6)
+
+    def run():
+        out = sliding_window_attention(q, k, v, window=(40, 10))
+        return [out.detach(), *torch.autograd.grad(out, (q, k, v), dout)]
+
+    first = run()
+    for _ in range(3):
+        for a, b in zip(first, run()):
+            assert torch.equal(a, b)
+    if device == "cpu":
+        n = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)
+            single = run()
+        finally:
+            torch.set_num_threads(n)
+        for a, b in zip(first, single):
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("B,H,Hkv,L", [(0, 4, 2, 16), (2, 4, 2, 0), (0, 2, 1, 0), (2, 0, 1, 16)])
+def test_empty(device, B, H, Hkv, L):
+    """B = 0, L = 0 (and H = 0) give empty results forward and backward; with H = 0, dk and dv are
+    sums over no query head: zeros."""
+    d = 32
+    q, k, v, dout = make_qkv(B, H, Hkv, L, d, device=device, seed=7)
+    out = sliding_window_attention(q, k, v, window=(3, 0))
+    assert out.shape == (B, H, L, d)
+    o, lse = fwd_op(q.detach(), k.detach(), v.detach(), 3, 0, 1, 0.5)
+    assert lse.shape == (B, H, L) and lse.dtype == torch.float32
+    dq, dk, dv = bwd_op(dout, q.detach(), k.detach(), v.detach(), o, lse, 3, 0, 1, 0.5)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert (dk == 0).all() and (dv == 0).all()
+    gq, gk, gv = torch.autograd.grad(out, (q, k, v), dout)
+    assert gq.shape == q.shape and gk.shape == k.shape and gv.shape == v.shape
+    assert (gk == 0).all() and (gv == 0).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# Registration: opcheck, fake kernels, torch.compile
+# ------------------------------------------------------------------------------------------------
+
+OPCHECK_CASES = [
+    ("causal_local", (2, 4, 2, 37, 32), (5, 0, 1), "contiguous"),
+    ("sym_gqa4_packed", (1, 8, 2, 50, 16), (3, 3, 1), "packed"),
+    ("block_permuted", (2, 2, 2, 40, 32), (1, 0, 7), "permuted"),
+    ("full_sliced", (1, 2, 1, 20, 64), (-1, -1, 1), "sliced"),
+    ("L1", (1, 2, 2, 1, 8), (0, 0, 1), "contiguous"),
+]
+
+
+@pytest.fixture
+def _reset_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,shape,band,layout", OPCHECK_CASES, ids=[c[0] for c in OPCHECK_CASES])
+def test_opcheck(device, name, shape, band, layout):
+    dtype = torch.float32
+    q, k, v, dout = make_qkv(*shape, dtype=dtype, device=device, layout=layout, seed=8)
+    torch.library.opcheck(fwd_op, (q, k, v, *band, 0.3))
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+    torch.library.opcheck(fwd_op, (qd, kd, vd, *band, 0.3))
+    out, lse = fwd_op(qd, kd, vd, *band, 0.3)
+    torch.library.opcheck(bwd_op, (dout, qd, kd, vd, out, lse, *band, 0.3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fake_kernels_match_real(device):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for i, (name, shape, band, layout) in enumerate(OPCHECK_CASES):
+        q, k, v, dout = make_qkv(*shape, device=device, layout=layout, seed=i, requires_grad=False)
+        real = list(fwd_op(q, k, v, *band, 0.3))
+        real += list(bwd_op(dout, q, k, v, real[0], real[1], *band, 0.3))
+        with FakeTensorMode() as mode:
+            fq, fk, fv, fd = (mode.from_tensor(t) for t in (q, k, v, dout))
+            fake = list(fwd_op(fq, fk, fv, *band, 0.3))
+            fake += list(bwd_op(fd, fq, fk, fv, fake[0], fake[1], *band, 0.3))
+        for r, f in zip(real, fake):
+            assert (r.shape, r.dtype, r.stride(), r.device) == (f.shape, f.dtype, f.stride(), f.device), name
+
+
+def local_block(x, Wqkv, H, Hkv, d):
+    """An attention core of a GQA transformer layer: packed projection, sliding + block attention."""
+    B, L, _ = x.shape
+    heads = (x @ Wqkv).view(B, L, H + 2 * Hkv, d).transpose(1, 2)
+    q, k, v = heads[:, :H], heads[:, H:H + Hkv], heads[:, H + Hkv:]
+    a = sliding_window_attention(q, k, v, window=(8, 0))
+    b = block_sliding_window_attention(q, k, v, 6, 2, scale=0.2)
+    return (a + b).transpose(1, 2).reshape(B, L, H * d)
+
+
+def _run(fn, x, W, *args):
+    out = fn(x, W, *args)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float32).to(out)
+    return [out.detach(), *torch.autograd.grad(out, (x, W), g)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph(device, _reset_dynamo):
+    """fullgraph=True (no graph break), forward and backward equal to eager."""
+    H, Hkv, d = 4, 2, 16
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 40, 32, generator=gen).to(device).requires_grad_(True)
+    W = (0.2 * torch.randn(32, (H + 2 * Hkv) * d, generator=gen)).to(device).requires_grad_(True)
+    eager = _run(local_block, x, W, H, Hkv, d)
+    compiled = torch.compile(local_block, fullgraph=True)
+    for a, b in zip(_run(compiled, x, W, H, Hkv, d), eager):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_dynamic_no_recompile(device, _reset_dynamo):
+    """dynamic=True: one graph serves other B and L (symbolic shapes through the fake kernels and
+    the default scale)."""
+    H, Hkv, d = 4, 2, 16
+    compiled = torch.compile(local_block, fullgraph=True, dynamic=True, backend="aot_eager")
+    for i, (B, L) in enumerate([(2, 40), (3, 57), (2, 100)]):  # B = 1 would specialise
+        gen = torch.Generator().manual_seed(20 + i)
+        x = torch.randn(B, L, 32, generator=gen).to(device).requires_grad_(True)
+        W = (0.2 * torch.randn(32, (H + 2 * Hkv) * d, generator=gen)).to(device).requires_grad_(True)
+        with torch._dynamo.config.patch(error_on_recompile=i > 0):
+            got = _run(compiled, x, W, H, Hkv, d)
+        for a, b in zip(got, _run(local_block, x, W, H, Hkv, d)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_gradcheck_float64():
+    gen = torch.Generator().manual_seed(12)
+    q = torch.randn(1, 2, 9, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 1, 9, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1, 1, 9, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v: sliding_window_attention(q, k, v, window=(2, 1)), (q, k, v))
+    assert torch.autograd.gradcheck(lambda q, k, v: block_sliding_window_attention(q, k, v, 3, 2), (q, k, v))
+
+
+# ------------------------------------------------------------------------------------------------
+# Errors: every bad argument raises, naming it
+# ------------------------------------------------------------------------------------------------
+
+
+def _t(*shape, dtype=torch.float32, device="cpu"):
+    return torch.randn(*shape, dtype=torch.float32, device=device).to(dtype)
+
+
+Q, K, V = _t(1, 4, 10, 16), _t(1, 2, 10, 16), _t(1, 2, 10, 16)
+
+BAD_PUBLIC = [
+    # (id, callable, exception, fragments of the message)
+    ("q_not_tensor", lambda: sliding_window_attention([1.0], K, V), TypeError, ["q must be a torch.Tensor", "list"]),
+    ("k_not_tensor", lambda: block_sliding_window_attention(Q, None, V, 2, 2), TypeError, ["k must be", "NoneType"]),
+    ("v_not_tensor", lambda: sliding_window_attention(Q, K, 3), TypeError, ["v must be", "int"]),
+    ("window_int", lambda: sliding_window_attention(Q, K, V, window=5), TypeError, ["window must be a pair", "5"]),
+    ("window_triple", lambda: sliding_window_attention(Q, K, V, window=(1, 2, 3)), TypeError, ["window must be a pair"]),
+    ("window_str", lambda: sliding_window_attention(Q, K, V, window="ab"), TypeError, ["window must be a pair"]),
+    ("window_float", lambda: sliding_window_attention(Q, K, V, window=(2.0, 0)), TypeError,
+     ["window[0] (left) must be an int", "float"]),
+    ("window_bool", lambda: sliding_window_attention(Q, K, V, window=(2, True)), TypeError,
+     ["window[1] (right) must be an int", "bool"]),
+    ("window_left_neg", lambda: sliding_window_attention(Q, K, V, window=(-2, 0)), ValueError,
+     ["window[0] (left) must be >= 0, or -1", "-2"]),
+    ("window_right_neg", lambda: sliding_window_attention(Q, K, V, window=(3, -5)), ValueError,
+     ["window[1] (right)", "-5"]),
+    ("causal_not_bool", lambda: sliding_window_attention(Q, K, V, causal=1), TypeError, ["causal must be a bool", "int"]),
+    ("scale_str", lambda: sliding_window_attention(Q, K, V, scale="0.1"), TypeError, ["scale must be a real number", "str"]),
+    ("scale_bool", lambda: block_sliding_window_attention(Q, K, V, 2, 2, scale=True), TypeError, ["scale must be a real"]),
+    ("scale_inf", lambda: sliding_window_attention(Q, K, V, scale=math.inf), ValueError, ["scale must be a finite", "inf"]),
+    ("scale_nan", lambda: sliding_window_attention(Q, K, V, scale=math.nan), ValueError, ["scale must be a finite", "nan"]),
+    ("scale_huge_int", lambda: sliding_window_attention(Q, K, V, scale=10 ** 400), ValueError, ["scale must be a finite"]),
+    ("block_size_zero", lambda: block_sliding_window_attention(Q, K, V, 0, 2), ValueError,
+     ["block_size must be >= 1", "block_size = 0"]),
+    ("block_size_float", lambda: block_sliding_window_attention(Q, K, V, 2.5, 2), TypeError,
+     ["block_size must be an int", "float"]),
+    ("window_blocks_zero", lambda: block_sliding_window_attention(Q, K, V, 4, 0), ValueError,
+     ["window_blocks must be >= 1", "window_blocks = 0"]),
+    ("window_blocks_neg", lambda: block_sliding_window_attention(Q, K, V, 4, -1), ValueError, ["window_blocks must be >= 1"]),
+    ("window_blocks_none", lambda: block_sliding_window_attention(Q, K, V, 4, None), TypeError, ["window_blocks must be an int"]),
+]
+
+
+@pytest.mark.parametrize("name,fn,exc,frags", BAD_PUBLIC, ids=[b[0] for b in BAD_PUBLIC])
+def test_bad_public_arguments(name, fn, exc, frags):
+    with pytest.raises(exc) as info:
+        fn()
+    for f in frags:
+        assert f in str(info.value), (f, str(info.value))
+
+
+def _fwd(q=None, k=None, v=None, left=2, right=0, block=1, scale=0.25):
+    return fwd_op(Q if q is None else q, K if k is None else k, V if v is None else v, left, right, block, scale)
+
+
+BAD_OP = [
+    ("q_rank", lambda: _fwd(q=_t(4, 10, 16)), ValueError, ["q must be a 4-D tensor", "(B, H, L, d)", "3-D"]),
+    ("k_rank", lambda: _fwd(k=_t(2, 10, 16)), ValueError, ["k must be a 4-D tensor", "(B, Hkv, L, d)"]),
+    ("v_rank", lambda: _fwd(v=_t(1, 1, 2, 10, 16)), ValueError, ["v must be a 4-D tensor", "5-D"]),
+    ("q_int_dtype", lambda: _fwd(q=torch.ones(1, 4, 10, 16, dtype=torch.int32)), TypeError,
+     ["q must have dtype float16, bfloat16 or float32", "Int"]),
+    ("q_complex", lambda: _fwd(q=torch.ones(1, 4, 10, 16, dtype=torch.complex64)), TypeError, ["q must have dtype"]),
+    ("k_dtype", lambda: _fwd(k=_t(1, 2, 10, 16, dtype=torch.float64)), TypeError, ["k has dtype Double but q has dtype Float"]),
+    ("v_dtype", lambda: _fwd(v=_t(1, 2, 10, 16, dtype=torch.bfloat16)), TypeError, ["v has dtype BFloat16"]),
+    ("k_batch", lambda: _fwd(k=_t(2, 2, 10, 16)), ValueError, ["k must have shape (B, Hkv, L, d)", "[2, 2, 10, 16]"]),
+    ("k_len", lambda: _fwd(k=_t(1, 2, 9, 16)), ValueError, ["k must have shape", "(1, Hkv, 10, 16)", "[1, 2, 9, 16]"]),
+    ("v_headdim", lambda: _fwd(v=_t(1, 2, 10, 24)), ValueError, ["v must have shape", "[1, 2, 10, 24]"]),
+    ("v_heads", lambda: _fwd(v=_t(1, 4, 10, 16)), ValueError, ["v must have k's number of heads Hkv = 2", "[1, 4, 10, 16]"]),
+    ("gqa_ratio", lambda: _fwd(k=_t(1, 3, 10, 16), v=_t(1, 3, 10, 16)), ValueError,
+     ["H = q.size(1) = 4 must be a multiple of", "Hkv = k.size(1) = 3"]),
+    ("hkv_zero", lambda: _fwd(q=_t(1, 0, 10, 16), k=_t(1, 0, 10, 16), v=_t(1, 0, 10, 16)), ValueError,
+     ["at least one head", "Hkv = 0"]),
+    ("d_not_mult8", lambda: _fwd(q=_t(1, 4, 10, 12), k=_t(1, 2, 10, 12), v=_t(1, 2, 10, 12)), ValueError,
+     ["head dim d = q.size(3) must be a multiple of 8 in [8, 256]", "d = 12"]),
+    ("d_too_big", lambda: _fwd(q=_t(1, 1, 2, 264), k=_t(1, 1, 2, 264), v=_t(1, 1, 2, 264)), ValueError,
+     ["[8, 256]", "d = 264"]),
+    ("d_zero", lambda: _fwd(q=_t(1, 1, 2, 0), k=_t(1, 1, 2, 0), v=_t(1, 1, 2, 0)), ValueError, ["d = 0"]),
+    ("q_stride", lambda: _fwd(q=_t(1, 4, 16, 10).transpose(2, 3)), ValueError,
+     ["q must have a unit stride in its last dimension", "stride(-1) = 10"]),
+    ("k_stride", lambda: _fwd(k=_t(1, 2, 10, 32)[..., ::2]), ValueError, ["k must have a unit stride", "stride(-1) = 2"]),
+    ("v_stride", lambda: _fwd(v=_t(1, 2, 16, 10).transpose(2, 3)), ValueError, ["v must have a unit stride"]),
+    ("left", lambda: _fwd(left=-2), ValueError, ["left must be >= -1", "left = -2"]),
+    ("right", lambda: _fwd(right=-3), ValueError, ["right must be >= -1", "right = -3"]),
+    ("block", lambda: _fwd(block=0), ValueError, ["block must be >= 1", "block = 0"]),
+    ("scale_nan", lambda: _fwd(scale=math.nan), ValueError, ["scale must be a finite number"]),
+]
+
+
+@pytest.mark.parametrize("name,fn,exc,frags", BAD_OP, ids=[b[0] for b in BAD_OP])
+def test_bad_op_arguments(name, fn, exc, frags):
+    with pytest.raises(exc) as info:
+        fn()
+    for f in frags:
+        assert f in str(info.value), (f, str(info.value))
+
+
+def test_bad_arguments_reach_the_op_through_the_public_functions():
+    with pytest.raises(ValueError, match="must be a multiple of the number of key/value heads"):
+        sliding_window_attention(Q, _t(1, 3, 10, 16), _t(1, 3, 10, 16))
+    with pytest.raises(TypeError, match="k has dtype"):
+        block_sliding_window_attention(Q, K.double(), V, 2, 2)
+    with pytest.raises(ValueError, match="q must be a 4-D tensor"):
+        sliding_window_attention(_t(10, 16), K, V)
+
+
+def _bwd_args(**over):
+    out, lse = fwd_op(Q, K, V, 2, 0, 1, 0.25)
+    args = dict(dout=torch.randn_like(out), q=Q, k=K, v=V, out=out, lse=lse)
+    args.update(over)
+    return (args["dout"], args["q"], args["k"], args["v"], args["out"], args["lse"], 2, 0, 1, 0.25)
+
+
+BAD_BWD = [
+    ("dout_shape", dict(dout=_t(1, 4, 10, 8)), ValueError, ["dout must have q's shape", "[1, 4, 10, 8]"]),
+    ("dout_rank", dict(dout=_t(4, 10, 16)), ValueError, ["dout must be a 4-D tensor"]),
+    ("dout_dtype", dict(dout=_t(1, 4, 10, 16, dtype=torch.float16)), TypeError, ["dout has dtype Half"]),
+    ("dout_stride", dict(dout=_t(1, 4, 16, 10).transpose(2, 3)), ValueError, ["dout must have a unit stride"]),
+    ("out_shape", dict(out=_t(1, 4, 11, 16)), ValueError, ["out must have q's shape", "[1, 4, 11, 16]"]),
+    ("out_dtype", dict(out=_t(1, 4, 10, 16, dtype=torch.float64)), TypeError, ["out must have q's dtype", "Double"]),
+    ("lse_shape", dict(lse=torch.zeros(1, 4, 9)), ValueError, ["lse must have shape (B, H, L) = (1, 4, 10)", "[1, 4, 9]"]),
+    ("lse_dtype", dict(lse=torch.zeros(1, 4, 10, dtype=torch.float64)), TypeError, ["lse must have dtype float32", "Double"]),
+]
+
+
+@pytest.mark.parametrize("name,over,exc,frags", BAD_BWD, ids=[b[0] for b in BAD_BWD])
+def test_bad_bwd_arguments(name, over, exc, frags):
+    with pytest.raises(exc) as info:
+        bwd_op(*_bwd_args(**over))
+    for f in frags:
+        assert f in str(info.value), (f, str(info.value))
+
+
+@pytest.mark.cuda
+def test_bad_devices():
+    qc = Q.cuda()
+    with pytest.raises(ValueError, match="k is on device cpu but q is on device cuda"):
+        fwd_op(qc, K, V.cuda(), 2, 0, 1, 0.25)
+    with pytest.raises(TypeError, match="float64 inputs are supported on CPU only"):
+        fwd_op(qc.double(), K.cuda().double(), V.cuda().double(), 2, 0, 1, 0.25)
+    out, lse = fwd_op(qc, K.cuda(), V.cuda(), 2, 0, 1, 0.25)
+    with pytest.raises(ValueError, match="lse is on device cpu"):
+        bwd_op(torch.randn_like(out), qc, K.cuda(), V.cuda(), out, lse.cpu(), 2, 0, 1, 0.25)
+    with pytest.raises(ValueError, match="dout is on device cpu"):
+        bwd_op(torch.randn_like(out).cpu(), qc, K.cuda(), V.cuda(), out, lse, 2, 0, 1, 0.25)
