@@ -4,10 +4,13 @@
 //
 // Work split: a CTA owns one (query block of 64 rows, head h, bm window w) and a chunk of the
 // windows b = w + nW * t that share the same bias+mask slice, walking their (window, key tile)
-// items through a cp.async pipeline whose depth (2-4 stages) the launcher picks to keep the most
-// bytes in flight. The bias+mask slice is either held for the whole CTA as a strip of its 64 rows
-// (N <= 256) or streamed as one 64x64 tile per stage, whichever keeps more in flight. Each of
-// the 4 warps owns 16 query rows; a window's q fragments stay in registers for all its key tiles.
+// items through a cp.async pipeline of 2-4 stages. The bias+mask slice is either held for the
+// whole CTA as a strip of its 64 rows (N <= 256) or streamed as one 64x64 tile per stage; the
+// launcher picks the placement and depth that give the most CTAs per SM (the kernel is latency
+// bound), preferring the strip, then more stages (FWA_FWD_CONFIG="mode,stages" overrides it for
+// tuning experiments). Each of the 4 warps owns 16 query rows; a window's q fragments stay in
+// registers for all its key tiles. With attention dropout (template parameter) the probabilities
+// are masked after the row sums, before P v.
 // For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
