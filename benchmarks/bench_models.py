@@ -61,7 +61,6 @@ import json
 import math
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -78,6 +77,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # flash_window_attn from this checkout (imported lazily)
 sys.path.insert(0, HERE)
 
+import _bench_common as _common  # noqa: E402
+from _bench_common import slug  # noqa: E402
 from _model_variants import apply_ceiling, count_attention_modules, load_swap  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------
@@ -173,10 +174,7 @@ def peak_memory(step: Callable[[], object], device: torch.device) -> Tuple[Optio
 
 
 def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return "OOM"
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {msg[:300]}"
+    return _common.describe_error(exc, prefix="", max_len=300)
 
 
 def free_memory(device: torch.device) -> None:
@@ -495,10 +493,6 @@ def plot(result: Dict, path: str) -> Optional[str]:
 # ------------------------------------------------------------------------------------------------
 # Driver
 # ------------------------------------------------------------------------------------------------
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def parse_variants(spec: str, no_compile: bool) -> List[Variant]:

@@ -50,10 +50,8 @@ import datetime
 import gc
 import inspect
 import json
-import math
 import os
 import platform
-import re
 import statistics
 import sys
 import time
@@ -67,6 +65,9 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+sys.path.insert(0, HERE)
+
+from _bench_common import cuda_bench_ms, cuda_peak_extra_mb, describe_error, peer_mismatch, slug  # noqa: E402
 
 GATE_ENV = "FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA"
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -384,41 +385,13 @@ def bench_ms(fn: Callable, quick: bool, device: str) -> float:
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times)
-    warmup, rep = (5, 25) if quick else (10, 60)
-    try:
-        from triton.testing import do_bench
-
-        return float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
-    except ImportError:
-        pass
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(10 if quick else 30):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return cuda_bench_ms(fn, *((5, 25, 10) if quick else (10, 60, 30)))
 
 
 def peak_extra_mb(fn: Callable, device: str) -> Optional[float]:
     if device != "cuda":
         return None  # no allocator statistics on the CPU
-    gc.collect()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    result = fn()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    del result
-    return peak / 2**20
+    return cuda_peak_extra_mb(fn)
 
 
 def run_fwd_bwd(fn: Callable, inp) -> Dict[str, torch.Tensor]:
@@ -439,20 +412,7 @@ def check_peer(fn: Callable, inp, ref) -> Optional[str]:
     with torch.no_grad():
         got = {"out (no grad)": fn(inp["q"], inp["k"], inp["v"])}
     got.update(run_fwd_bwd(fn, inp))
-    bad = []
-    for name, x in got.items():
-        key = "out" if name.startswith("out") else name
-        err = testing.normalized_error(x, ref["ref64"][key])
-        if not err <= max(10 * ref["pytorch_err"][key], 5e-2):
-            bad.append(f"{name} err {err:.2e} (pytorch {ref['pytorch_err'][key]:.2e})")
-    return "wrong result: " + ", ".join(bad) if bad else None
-
-
-def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return "OOM"
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"error: {type(exc).__name__}: {msg[:200]}"
+    return peer_mismatch(got, ref)
 
 
 def measure_impl(name: str, fn: Callable, inp, quick: bool, ref, device: str, check: bool) -> Dict:
@@ -690,10 +650,6 @@ def plot(rows: List[Dict], scaling: Dict[str, Dict], impl_names: List[str], path
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def select_configs(spec: Optional[str], quick: bool, table: List[Config], quick_idx: List[int]) -> List[Config]:

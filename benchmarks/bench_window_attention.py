@@ -37,8 +37,6 @@ import json
 import math
 import os
 import platform
-import re
-import statistics
 import sys
 import traceback
 import warnings
@@ -50,7 +48,15 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+sys.path.insert(0, HERE)  # _bench_common (also when imported from tools/)
 
+from _bench_common import (  # noqa: E402
+    cuda_bench_ms,
+    cuda_peak_extra_mb,
+    describe_error,
+    peer_mismatch,
+    slug,
+)
 from flash_window_attn import window_attention  # noqa: E402
 from flash_window_attn.reference import (  # noqa: E402
     LN100_F32,
@@ -214,40 +220,7 @@ def build_impls(cfg: Config, names: List[str]) -> Dict[str, Callable]:
 
 def bench_ms(fn: Callable, quick: bool) -> float:
     """Median time of fn in ms (CUDA events, L2 flushed before each run, after warm-up)."""
-    warmup, rep = (10, 40) if quick else (25, 200)
-    try:
-        from triton.testing import do_bench
-
-        return float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
-    except ImportError:
-        pass
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    n = 20 if quick else 100
-    for _ in range(n):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
-
-
-def peak_extra_mb(fn: Callable) -> float:
-    gc.collect()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    result = fn()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    del result
-    return peak / 2**20
+    return cuda_bench_ms(fn, *((10, 40, 20) if quick else (25, 200, 100)))
 
 
 def copy_rate_bytes_per_ms(quick: bool) -> float:
@@ -303,27 +276,13 @@ def check_ours(cfg: Config, dtype: torch.dtype, inp, ref: Dict[str, object]) -> 
 
 
 def check_peer(fn: Callable, inp, ref: Dict[str, object]) -> Optional[str]:
-    """A peer must compute the same function: output (with and without grad) and every gradient
-    within max(10 x PyTorch's own error, 5e-2) of float64. Loose on purpose: peers round
-    differently (SDPA needs bias + mask in q's dtype); this catches a different result."""
+    """A peer must compute the same function (see peer_mismatch; SDPA needs bias + mask in q's
+    dtype, so peers round differently): output with and without grad, and every gradient."""
     args = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
     with torch.no_grad():
         got = {"out (no grad)": fn(*args)}
     got.update(run_fwd_bwd(fn, inp))
-    bad = []
-    for name, x in got.items():
-        key = "out" if name.startswith("out") else name
-        err = normalized_error(x, ref["ref64"][key])
-        if not err <= max(10 * ref["pytorch_err"][key], 5e-2):
-            bad.append(f"{name} err {err:.2e} (pytorch {ref['pytorch_err'][key]:.2e})")
-    return "wrong result: " + ", ".join(bad) if bad else None
-
-
-def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return "OOM"
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"error: {type(exc).__name__}: {msg[:200]}"
+    return peer_mismatch(got, ref)
 
 
 def measure_impl(name: str, fn: Callable, inp, quick: bool, ref: Optional[Dict[str, object]]) -> Dict:
@@ -351,7 +310,7 @@ def measure_impl(name: str, fn: Callable, inp, quick: bool, ref: Optional[Dict[s
                 res["status"] = wrong
         res["fwd_ms"] = bench_ms(fwd, quick)
         res["fwdbwd_ms"] = bench_ms(fwd_bwd, quick)
-        res["peak_mb"] = peak_extra_mb(fwd_bwd)
+        res["peak_mb"] = cuda_peak_extra_mb(fwd_bwd)
     except Exception as exc:  # noqa: BLE001 (a failing peer is a result, not a crash)
         res["status"] = describe_error(exc)
         if not isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -472,10 +431,6 @@ def plot(rows: List[Dict], path: str, device_name: str) -> Optional[str]:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def select_configs(spec: Optional[str], quick: bool) -> List[Config]:

@@ -1,0 +1,78 @@
+"""Pieces shared by the benchmark scripts (bench_window_attention, bench_sliding_window,
+bench_models): CUDA timing and peak memory, the peer result check, error descriptions, file names.
+Imports only torch (flash_window_attn is imported lazily where needed)."""
+
+from __future__ import annotations
+
+import gc
+import re
+import statistics
+from typing import Callable, Dict, Optional
+
+import torch
+
+
+def slug(name: str) -> str:
+    """A device name as a file-name part: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def describe_error(exc: BaseException, *, prefix: str = "error: ", max_len: int = 200) -> str:
+    """'OOM', or the exception's type and the first line of its message."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "OOM"
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{prefix}{type(exc).__name__}: {msg[:max_len]}"
+
+
+def cuda_bench_ms(fn: Callable, warmup_ms: int, rep_ms: int, fallback_runs: int) -> float:
+    """Median time of fn in ms on the GPU: triton.testing.do_bench (CUDA events, L2 flushed before
+    each run, after warm-up) when triton is installed, else the same by hand over fallback_runs."""
+    try:
+        from triton.testing import do_bench
+
+        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    except ImportError:
+        pass
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(fallback_runs):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def cuda_peak_extra_mb(fn: Callable) -> float:
+    """Peak CUDA memory allocated by fn beyond what was allocated before it, in MiB."""
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del result
+    return peak / 2**20
+
+
+def peer_mismatch(got: Dict[str, torch.Tensor], ref: Dict[str, object]) -> Optional[str]:
+    """A peer must compute the same function: each result in ``got`` (keys 'out...' compare with
+    the reference 'out') within max(10 x PyTorch's own error, 5e-2) of the float64 reference.
+    Loose on purpose: peers round differently; this catches a different result. None if all pass."""
+    from flash_window_attn.testing import normalized_error
+
+    bad = []
+    for name, x in got.items():
+        key = "out" if name.startswith("out") else name
+        err = normalized_error(x, ref["ref64"][key])
+        if not err <= max(10 * ref["pytorch_err"][key], 5e-2):
+            bad.append(f"{name} err {err:.2e} (pytorch {ref['pytorch_err'][key]:.2e})")
+    return "wrong result: " + ", ".join(bad) if bad else None
