@@ -88,16 +88,18 @@ def _setup_context(ctx, inputs, output):
     ctx.scale = scale
 
 
-def _backward(ctx, grad_out, grad_lse):
-    # grad_lse is ignored: lse is an auxiliary output (the softmax statistics) for the backward.
-    q, k, v, out, lse, bias, mask, logit_scale = ctx.saved_tensors
+def _unit_last_stride(grad_out: Tensor) -> Tensor:
     if grad_out.stride(-1) != 1:
         # e.g. the expanded (all-zero-stride) gradient of out.sum(); the op needs unit last stride.
         # (Not .contiguous(): an empty expanded tensor counts as contiguous and keeps stride 0.)
         grad_out = torch.empty_like(grad_out, memory_format=torch.contiguous_format).copy_(grad_out)
-    dq, dk, dv, dbias, dlogit_scale = _bwd_op(
-        grad_out, q, k, v, out, lse, bias, mask, logit_scale, ctx.scale
-    )
+    return grad_out
+
+
+def _input_grads(ctx, grads, bias, logit_scale, n_non_tensor_args):
+    """The backward op's (dq, dk, dv, dbias, dlogit_scale) as the gradients of the forward op's
+    inputs (q, k, v, bias, mask, logit_scale, then its non-tensor arguments)."""
+    dq, dk, dv, dbias, dlogit_scale = grads
     needs = ctx.needs_input_grad
     return (
         dq if needs[0] else None,
@@ -106,8 +108,14 @@ def _backward(ctx, grad_out, grad_lse):
         dbias if bias is not None and needs[3] else None,
         None,  # mask: never differentiable
         dlogit_scale if logit_scale is not None and needs[5] else None,
-        None,  # scale
-    )
+    ) + (None,) * n_non_tensor_args
+
+
+def _backward(ctx, grad_out, grad_lse):
+    # grad_lse is ignored: lse is an auxiliary output (the softmax statistics) for the backward.
+    q, k, v, out, lse, bias, mask, logit_scale = ctx.saved_tensors
+    grads = _bwd_op(_unit_last_stride(grad_out), q, k, v, out, lse, bias, mask, logit_scale, ctx.scale)
+    return _input_grads(ctx, grads, bias, logit_scale, 1)  # scale
 
 
 torch.library.register_autograd(
@@ -125,22 +133,9 @@ def _setup_context_dropout(ctx, inputs, output):
 
 def _backward_dropout(ctx, grad_out, grad_lse, grad_rng_state):
     q, k, v, out, lse, bias, mask, logit_scale, rng_state = ctx.saved_tensors
-    if grad_out.stride(-1) != 1:
-        grad_out = torch.empty_like(grad_out, memory_format=torch.contiguous_format).copy_(grad_out)
-    dq, dk, dv, dbias, dlogit_scale = _dbwd_op(
-        grad_out, q, k, v, out, lse, bias, mask, logit_scale, ctx.scale, ctx.dropout_p, rng_state
-    )
-    needs = ctx.needs_input_grad
-    return (
-        dq if needs[0] else None,
-        dk if needs[1] else None,
-        dv if needs[2] else None,
-        dbias if bias is not None and needs[3] else None,
-        None,  # mask
-        dlogit_scale if logit_scale is not None and needs[5] else None,
-        None,  # scale
-        None,  # dropout_p
-    )
+    grads = _dbwd_op(_unit_last_stride(grad_out), q, k, v, out, lse, bias, mask, logit_scale, ctx.scale,
+                     ctx.dropout_p, rng_state)
+    return _input_grads(ctx, grads, bias, logit_scale, 2)  # scale, dropout_p
 
 
 torch.library.register_autograd(
