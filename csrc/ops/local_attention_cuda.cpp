@@ -17,6 +17,7 @@
 
 #include "kernels/local/local_attn.h"
 #include "ops/local_attention_common.h"
+#include "ops/cuda_tensor_glue.h"
 
 namespace flash_window_attn {
 namespace {
@@ -54,34 +55,6 @@ void check_cuda_support(const at::Tensor& q, const LocalAttnSizes& s) {
                       " on CUDA, but L = ", s.L);
     TORCH_CHECK_VALUE(s.B <= INT_MAX && s.H <= INT_MAX, kLocalCudaOp, "B = ", s.B, " and H = ", s.H,
                       " must each be at most ", INT_MAX, " on CUDA");
-}
-
-// The kernels read rows with 16-byte async copies: base and every used stride must be 16-byte aligned.
-bool kernel_ready(const at::Tensor& t) {
-    const int64_t elems = 16 / t.element_size();
-    if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
-    if (t.stride(3) != 1) return false;
-    for (int i = 0; i < 3; ++i)
-        if (t.size(i) > 1 && t.stride(i) % elems != 0) return false;
-    return true;
-}
-// A fresh contiguous copy otherwise: .contiguous() would hand back an already contiguous tensor
-// whose data pointer is misaligned (a view starting 2 bytes into its storage) unchanged.
-at::Tensor as_kernel_ready(const at::Tensor& t) {
-    return kernel_ready(t) ? t : t.clone(at::MemoryFormat::Contiguous);
-}
-
-fwa::TensorRef ref(const at::Tensor& t) {
-    fwa::TensorRef r;
-    r.ptr = t.data_ptr();
-    r.batch_stride = t.stride(0);
-    r.head_stride = t.stride(1);
-    r.row_stride = t.stride(2);
-    return r;
-}
-
-fwa::Dtype kernel_dtype(const at::Tensor& q) {
-    return q.scalar_type() == at::kHalf ? fwa::Dtype::kFloat16 : fwa::Dtype::kBFloat16;
 }
 
 void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, int64_t right, int64_t block,
