@@ -12,10 +12,7 @@ For each config and dtype it measures, for our op and three peers,
   - peak extra memory of forward+backward (max_memory_allocated minus the baseline with the inputs,
     the pre-built dense mask / BlockMask included in the baseline; their size is reported as mask MiB).
 Implementations:
-  ours         flash_window_attn.sliding_window_attention / block_sliding_window_attention. On CUDA the
-               local-attention kernels are gated: with --allow-unvalidated the script sets
-               FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA=1 before importing flash_window_attn; without
-               it, ours is reported as "unavailable: CUDA kernels not validated" and the peers still run
+  ours         flash_window_attn.sliding_window_attention / block_sliding_window_attention
   sdpa_dense   F.scaled_dot_product_attention with the dense (L, L) boolean band mask (built once,
                outside the timed region), k / v expanded over GQA groups with repeat_interleave (inside);
                skipped as "too large" when the bool mask exceeds --dense-mask-cap-gib, OOM caught
@@ -37,7 +34,7 @@ Bars (issue 4, on the H100): forward and forward+backward at least as fast as Fl
 BlockMask on every config; >= 3x faster than SDPA with a dense mask on the banded configs; at fixed
 window, L 4k -> 32k costs <= 9x.
 
-    python benchmarks/bench_sliding_window.py [--allow-unvalidated] [--quick] [--dtypes fp16,bf16]
+    python benchmarks/bench_sliding_window.py [--quick] [--dtypes fp16,bf16]
         [--configs 0,3|causal] [--impls ours,sdpa_dense,sdpa_causal,flex] [--no-scaling]
         [--device cuda|cpu] [--out benchmarks/results/sliding-<gpu>.json]
     python benchmarks/bench_sliding_window.py --device cpu --quick      # CPU smoke, tiny sizes, fp32
@@ -69,7 +66,6 @@ sys.path.insert(0, HERE)
 
 from _bench_common import cuda_bench_ms, cuda_peak_extra_mb, describe_error, peer_mismatch, slug  # noqa: E402
 
-GATE_ENV = "FLASH_WINDOW_ATTN_UNVALIDATED_LOCAL_CUDA"
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 PEERS = ["sdpa_dense", "sdpa_causal", "flex"]
 IMPLS = ["ours"] + PEERS
@@ -80,7 +76,7 @@ SCALING_LS_QUICK = [4096, 32768]
 SCALING_WINDOW = (1024, 0)
 SCALING_BAR = 9.0
 
-# flash_window_attn is imported in main(), after --allow-unvalidated has been handled.
+# flash_window_attn is imported in main() (the CPU smoke run needs no GPU build to parse --help).
 fwa = None
 local_reference = None
 testing = None
@@ -302,8 +298,6 @@ def build_impl(name: str, cfg: Config, device: str, args) -> Tuple[Callable, Dic
     """(fn, info); raises Unavailable with the status when the implementation is not run."""
     info: Dict[str, object] = {}
     if name == "ours":
-        if device == "cuda" and not args.allow_unvalidated:
-            raise Unavailable("unavailable: CUDA kernels not validated (pass --allow-unvalidated)")
         return impl_ours(cfg), info
     if name == "sdpa_dense":
         mask_bytes = cfg.L * cfg.L
@@ -691,9 +685,6 @@ def main(argv=None) -> int:
                         "benchmarks/results/sliding-<gpu-name>.json")
     parser.add_argument("--device", default=None, choices=["cuda", "cpu"],
                         help="default cuda; cpu only with --quick (smoke run at tiny sizes)")
-    parser.add_argument("--allow-unvalidated", action="store_true",
-                        help=f"set {GATE_ENV}=1 before importing flash_window_attn, so our CUDA kernels run "
-                             "(they are not yet validated on a GPU); without it, ours is reported as unavailable")
     parser.add_argument("--no-scaling", action="store_true", help="skip the linear-scaling check")
     parser.add_argument("--dense-mask-cap-gib", type=float, default=2.0,
                         help="skip SDPA with a dense mask when the (L, L) bool mask is larger (GiB)")
@@ -706,11 +697,6 @@ def main(argv=None) -> int:
     if device == "cpu" and not args.quick:
         print("bench_sliding_window: --device cpu runs only the tiny smoke sizes: add --quick")
         return 2
-    if args.allow_unvalidated:
-        os.environ[GATE_ENV] = "1"  # before flash_window_attn is imported (the C++ op reads it)
-    elif device == "cuda" and os.environ.get(GATE_ENV) == "1":
-        print(f"note: {GATE_ENV}=1 is set in the environment, but ours runs on CUDA only with --allow-unvalidated")
-
     import flash_window_attn as _fwa
     from flash_window_attn import local_reference as _lr
     from flash_window_attn import testing as _t
@@ -745,10 +731,9 @@ def main(argv=None) -> int:
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
 
-    ours_on = "ours" in impl_names and (device == "cpu" or args.allow_unvalidated)
+    ours_on = "ours" in impl_names
     print(f"flash_window_attn sliding-window benchmark  device {device_name}  torch {torch.__version__}  "
-          f"CUDA {torch.version.cuda}  ours: {'on' if ours_on else 'off'}"
-          + (f" ({GATE_ENV}=1)" if device == "cuda" and args.allow_unvalidated else ""))
+          f"CUDA {torch.version.cuda}  ours: {'on' if ours_on else 'off'}")
     print(f"flops per allowed (i, j) pair: fwd {FWD_FLOPS_PER_PAIR_PER_D}*d, fwd+bwd {FWDBWD_FLOPS_PER_PAIR_PER_D}*d "
           "(times B*H); every implementation is credited with the band's flops")
 
@@ -764,7 +749,6 @@ def main(argv=None) -> int:
             "python": platform.python_version(),
             "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join([os.path.basename(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
-            "allow_unvalidated": bool(args.allow_unvalidated),
             "timing": ("median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)"
                        if device == "cuda" else "median wall-clock time (CPU smoke run)"),
             "flops": {"fwd_per_pair": f"{FWD_FLOPS_PER_PAIR_PER_D}*d", "fwdbwd_per_pair":

@@ -38,7 +38,7 @@ FWA_DEVICE float* row_ptr_w(const TensorRef& t, int64_t b, int64_t h, int64_t i)
     return static_cast<float*>(t.ptr) + b * t.batch_stride + h * t.head_stride + i * t.row_stride;
 }
 
-// x (shared memory, d floats) · y (global row), by one lane.
+// x · y over d floats (both 16-byte aligned; x usually a shared-memory row), by one lane.
 FWA_DEVICE float dot_row(const float* x, const float* y, int d) {
     float acc0 = 0.f, acc1 = 0.f;
     for (int c = 0; c < d; c += 8) {
@@ -82,6 +82,12 @@ struct Acc {
                 v[t].z = fmaf(w, x.z, v[t].z);
                 v[t].w = fmaf(w, x.w, v[t].w);
             }
+        }
+    }
+    FWA_DEVICE void add(const Acc& o) {
+#pragma unroll
+        for (int t = 0; t < kSimtVec; ++t) {
+            v[t].x += o.v[t].x; v[t].y += o.v[t].y; v[t].z += o.v[t].z; v[t].w += o.v[t].w;
         }
     }
     FWA_DEVICE void store(float* row, float f, int d, int lane) const {
@@ -129,24 +135,18 @@ __global__ void __launch_bounds__(kSimtThreads) local_fwd_fp32_kernel(const Loca
     }
 }
 
+// D_i = dout_i · out_i, one row per thread with dot_row: the same summation order as the
+// dout_i · v_j of the dq / dkv kernels, so where row i has a single allowed key (out_i == v_j bitwise,
+// P = 1) dP - D is exactly 0 and so are dq and dk, as in exact arithmetic (a warp-parallel sum here
+// left a rounding residue of ~1e-5).
 __global__ void __launch_bounds__(kSimtThreads) local_bwd_fp32_dsum_kernel(const LocalBwdParams p) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int L = p.L, d = p.d;
     const int64_t total = int64_t(p.B) * p.H * L;
-    for (int64_t row_id = int64_t(blockIdx.x) * kSimtWarps + warp; row_id < total;
-         row_id += int64_t(gridDim.x) * kSimtWarps) {
+    for (int64_t row_id = int64_t(blockIdx.x) * kSimtThreads + threadIdx.x; row_id < total;
+         row_id += int64_t(gridDim.x) * kSimtThreads) {
         const int64_t i = row_id % L, bh = row_id / L;
         const int64_t h = bh % p.H, b = bh / p.H;
-        const float* o = row_ptr(p.out, b, h, i);
-        const float* g = row_ptr(p.dout, b, h, i);
-        float acc = 0.f;
-        for (int c = lane * 4; c < d; c += 128) {
-            const float4 x = __ldg(reinterpret_cast<const float4*>(o + c));
-            const float4 y = __ldg(reinterpret_cast<const float4*>(g + c));
-            acc = fmaf(x.x, y.x, fmaf(x.y, y.y, fmaf(x.z, y.z, fmaf(x.w, y.w, acc))));
-        }
-        acc = warp_sum(acc);
-        if (lane == 0) p.dsum[row_id] = acc;
+        p.dsum[row_id] = dot_row(row_ptr(p.out, b, h, i), row_ptr(p.dout, b, h, i), d);
     }
 }
 
@@ -222,10 +222,18 @@ __global__ void __maxnreg__(128) local_bwd_fp32_dkv_kernel(const LocalBwdParams 
                 const int n = static_cast<int>(hi - i0 + 1 < 32 ? hi - i0 + 1 : 32);
                 const float* qr = q_h + i0 * q_rs;
                 const float* dr = do_h + i0 * do_rs;
+                // Blocked summation: a 32-row partial, then one add into the total. dk / dv of a
+                // key sum up to group * L terms (32k at L = 4096, GQA 8); one running fp32 sum
+                // over all of them lost ~5x more than PyTorch's blocked matmul reductions.
+                Acc dk_part, dv_part;
+                dk_part.zero();
+                dv_part.zero();
                 for (int ii = 0; ii < n; ++ii, qr += q_rs, dr += do_rs) {
-                    dk.axpy(__shfl_sync(0xffffffffu, ds, ii), qr, d, lane);
-                    dv.axpy(__shfl_sync(0xffffffffu, pr, ii), dr, d, lane);
+                    dk_part.axpy(__shfl_sync(0xffffffffu, ds, ii), qr, d, lane);
+                    dv_part.axpy(__shfl_sync(0xffffffffu, pr, ii), dr, d, lane);
                 }
+                dk.add(dk_part);
+                dv.add(dv_part);
             }
         }
         dk.store(row_ptr_w(p.dk, b, hk, j), p.scale, d, lane);
@@ -253,7 +261,9 @@ cudaError_t local_attn_bwd_fp32(const LocalBwdParams& p, cudaStream_t s) {
     const int64_t q_rows = int64_t(p.B) * p.H * p.L, kv_rows = int64_t(p.B) * p.Hkv * p.L;
     if (q_rows == 0 || kv_rows == 0) return cudaSuccess;
     cudaError_t err;
-    local_bwd_fp32_dsum_kernel<<<simt_grid(q_rows), kSimtThreads, 0, s>>>(p);
+    const int64_t dsum_blocks = (q_rows + kSimtThreads - 1) / kSimtThreads;
+    local_bwd_fp32_dsum_kernel<<<static_cast<unsigned>(dsum_blocks < (int64_t(1) << 20) ? dsum_blocks : (int64_t(1) << 20)),
+                                 kSimtThreads, 0, s>>>(p);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
     local_bwd_fp32_dkv_kernel<<<simt_grid(kv_rows), kSimtThreads, 0, s>>>(p);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
