@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs a compact GPU workload that launches every CUDA kernel of flash_window_attn
-# (tests/gpu/sanitizer_selection.py) under compute-sanitizer memcheck, racecheck, initcheck and
-# synccheck, each with --error-exitcode 1, and prints one summary line per tool:
+# Runs a compact GPU workload that launches every CUDA kernel of flash_window_attn, window and
+# sliding-window (local) attention alike (tests/gpu/sanitizer_selection.py), under
+# compute-sanitizer memcheck, racecheck, initcheck and synccheck, each with --error-exitcode 1, and
+# prints one summary line per tool:
 #
 #     bash tests/gpu/run_sanitizers.sh [LOG_DIR]          # LOG_DIR defaults to ./sanitizer_logs
 #
-#   memcheck: 0 errors  (exit 0, 95 s, 73 problems ok)
+#   memcheck: 0 errors  (exit 0, <seconds> s, 175 problems ok)
 #
 # LOG_DIR/<tool>.log is the sanitizer's report, LOG_DIR/<tool>.out the workload's own output.
 # memcheck and initcheck run with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor is its own
@@ -21,9 +22,10 @@
 #   PYTHON              python interpreter (default: python3, or python)
 #   SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
 #   SANITIZER_EXTRA_ARGS  extra compute-sanitizer arguments for every tool, e.g.
-#                       "--kernel-name regex=window_attn|simt_|build_bm|reduce_" to check only
-#                       this package's kernels
-#   SELECTION_ARGS      extra arguments for sanitizer_selection.py (e.g. "--no-check")
+#                       "--kernel-name regex=window_attn|simt_|build_bm|reduce_|local_" to check only
+#                       this package's kernels (local_: the sliding-window kernels)
+#   SELECTION_ARGS      extra arguments for sanitizer_selection.py (e.g. "--no-check", or
+#                       "--family local" for the sliding-window kernels only)
 # Exit status: 0 when every tool reports 0 errors and the workload passed, 1 otherwise, 2 when
 # compute-sanitizer or a GPU is missing.
 set -uo pipefail
