@@ -117,7 +117,9 @@ __global__ void __launch_bounds__(kSimtThreads) local_fwd_fp32_kernel(const Loca
         for (int64_t j0 = lo; j0 <= hi; j0 += 32) {
             const int64_t j = j0 + lane;
             const bool valid = j <= hi;
-            const float s = valid ? dot_row(sq[warp], row_ptr(p.k, b, hk, j), d) * p.scale : -INFINITY;
+            // __fmul_rn: the scaled logit is rounded once, here and in the backward, and never contracted
+            // into the exp's argument: at |logits| ~ 1e8 an fma would shift P by exp(ulp) ~ e^8.
+            const float s = valid ? __fmul_rn(dot_row(sq[warp], row_ptr(p.k, b, hk, j), d), p.scale) : -INFINITY;
             const float m_new = fmaxf(m, warp_max_f(s));   // finite: lane 0 is valid
             const float corr = expf(m - m_new);
             const float e = valid ? expf(s - m_new) : 0.f;
@@ -174,7 +176,7 @@ __global__ void __launch_bounds__(kSimtThreads) local_bwd_fp32_dq_kernel(const L
             if (j <= hi) {
                 const float s = dot_row(sq[warp], row_ptr(p.k, b, hk, j), d);
                 const float dp = dot_row(sdo[warp], row_ptr(p.v, b, hk, j), d);
-                ds = expf(s * p.scale - lse) * (dp - dsum);
+                ds = expf(__fmul_rn(s, p.scale) - lse) * (dp - dsum);
             }
             const int n = static_cast<int>(hi - j0 + 1 < 32 ? hi - j0 + 1 : 32);
             for (int jj = 0; jj < n; ++jj)
@@ -216,7 +218,7 @@ __global__ void __maxnreg__(128) local_bwd_fp32_dkv_kernel(const LocalBwdParams 
                 if (i <= hi) {
                     const float s = dot_row(sk[warp], q_h + i * q_rs, d);
                     const float dp = dot_row(sv[warp], do_h + i * do_rs, d);
-                    pr = expf(s * p.scale - p.lse[stat_base + i]);
+                    pr = expf(__fmul_rn(s, p.scale) - p.lse[stat_base + i]);
                     ds = pr * (dp - p.dsum[stat_base + i]);
                 }
                 const int n = static_cast<int>(hi - i0 + 1 < 32 ? hi - i0 + 1 : 32);
