@@ -125,6 +125,10 @@ for tool in $tools; do
     if [[ "$tool" == racecheck ]]; then
         hazards="$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard[s]? displayed \([0-9]+ error[s]?, [0-9]+ warning[s]?\)' "$log" \
                    2>/dev/null | tail -n 1)"
+        # this compute-sanitizer's racecheck prints no ERROR SUMMARY line: count its hazard errors
+        if [[ -z "$errors" && -n "$hazards" ]]; then
+            errors="$(grep -Eo '\([0-9]+ error' <<< "$hazards" | grep -Eo '[0-9]+')"
+        fi
         [[ -n "$hazards" ]] && hazards="; $hazards"
     fi
     line="$tool: ${errors:-?} errors  (exit $rc, ${secs} s, $app$hazards; log $log)"
