@@ -45,7 +45,7 @@ def _load_library() -> None:
 
 _load_library()
 
-from .ops import dropout_keep_mask, window_attention  # noqa: E402
+from .ops import dropout_keep_mask, window_attention, window_attention_qkvpacked  # noqa: E402
 from .reference import window_attention_reference  # noqa: E402
 from .modules import WindowAttention, WindowAttentionV1  # noqa: E402
 from .swap import swap_window_attention  # noqa: E402
@@ -63,6 +63,7 @@ def __getattr__(name):
 
 __all__ = [
     "window_attention",
+    "window_attention_qkvpacked",
     "window_attention_reference",
     "dropout_keep_mask",
     "WindowAttention",

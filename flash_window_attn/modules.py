@@ -12,8 +12,9 @@ same names in the same order; and timm's ``forward(x, mask=None)``: x (B_, N, C)
 
 What changes inside the forward:
 
-- q, k, v are strided views of the qkv projection output (no permute copy), and the op writes its
-  result in the (B_, N, H, d) layout the output projection reads (no transpose copy);
+- the op reads q, k, v straight from the qkv projection output (no permute copy), writes its
+  result in the (B_, N, H, d) layout the output projection reads (no transpose copy), and its
+  backward writes the projection's gradient in the projection's layout (no stack, no copy);
 - the attention core (normalise, q·kᵀ, scale, bias, mask, softmax, ·v) is one fused op that never
   materialises the (B_, H, N, N) attention matrix;
 - V2: the CPB MLP runs once per forward (it is per layer, not per window), and in eval mode, or
@@ -42,7 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import _swin_common as common
-from .ops import window_attention
+from .ops import window_attention_qkvpacked
 
 __all__ = ["WindowAttention", "WindowAttentionV1"]
 
@@ -99,14 +100,18 @@ def _eager_attention(
     return (attn @ v).transpose(1, 2).reshape(B_, N, -1)
 
 
-def _fused_attention(module: nn.Module, q: Tensor, k: Tensor, v: Tensor, bias: Tensor,
-                     mask: Optional[Tensor], **kw) -> Tensor:
-    """The fused op (or the eager fallback where it cannot run), returning (B_, N, H*d)."""
+def _fused_attention_packed(module: nn.Module, qkv: Tensor, bias: Tensor, mask: Optional[Tensor],
+                            **kw) -> Tensor:
+    """The fused op on the qkv projection output (B_, N, 3 * H * d) itself (or the eager fallback
+    on its q, k, v views where the op cannot run), returning (B_, N, H*d). Its backward returns the
+    projection's gradient in the projection's layout (no stack of dq, dk, dv, no copy)."""
+    B_, N, _ = qkv.shape
+    H = module.num_heads
+    q, k, v = qkv.reshape(B_, N, 3, H, -1).permute(2, 0, 3, 1, 4).unbind(0)
     drop = common.dropout_kwargs(module.attn_drop.p, module.training, q)
     if drop is None or not common.op_runs(q):
         return _eager_attention(module, q, k, v, bias, mask, **kw)
-    B_, _, N, _ = q.shape
-    out = window_attention(q, k, v, bias, mask, **kw, **drop)
+    out = window_attention_qkvpacked(qkv, H, bias, mask, **kw, **drop)
     return out.transpose(1, 2).reshape(B_, N, -1)  # (B_, N, H, d) in memory: a free view
 
 
@@ -277,9 +282,8 @@ class WindowAttention(nn.Module):
         """x: (num_windows*B, N, C); mask: (num_windows, N, N) or None. Returns (num_windows*B, N, C)."""
         B_, N, C = x.shape
         qkv = self._qkv_projection(x)
-        q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         bias = self.relative_position_bias()
-        x = _fused_attention(self, q, k, v, bias, mask, logit_scale=self.logit_scale)
+        x = _fused_attention_packed(self, qkv, bias, mask, logit_scale=self.logit_scale)
         x = self.proj(x)
         x = self.proj_drop(x)
         return x
@@ -422,9 +426,8 @@ class WindowAttentionV1(nn.Module):
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """x: (num_windows*B, N, C); mask: (num_windows, N, N) or None. Returns (num_windows*B, N, C)."""
         B_, N, C = x.shape
-        q, k, v = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         bias = self._relative_position_bias()
-        x = _fused_attention(self, q, k, v, bias, mask, scale=self.scale)
+        x = _fused_attention_packed(self, self.qkv(x), bias, mask, scale=self.scale)
         x = self.proj(x)
         x = self.proj_drop(x)
         return x

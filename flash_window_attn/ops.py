@@ -21,12 +21,14 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-__all__ = ["window_attention", "dropout_keep_mask"]
+__all__ = ["window_attention", "window_attention_qkvpacked", "dropout_keep_mask"]
 
 _fwd_op = torch.ops.flash_window_attn.window_attention_fwd.default
 _bwd_op = torch.ops.flash_window_attn.window_attention_bwd.default
 _dfwd_op = torch.ops.flash_window_attn.window_attention_dropout_fwd.default
 _dbwd_op = torch.ops.flash_window_attn.window_attention_dropout_bwd.default
+_pfwd_op = torch.ops.flash_window_attn.window_attention_qkvpacked_fwd.default
+_pbwd_op = torch.ops.flash_window_attn.window_attention_qkvpacked_bwd.default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +71,24 @@ def _window_attention_dropout_bwd_fake(
     dout, q, k, v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state
 ):
     return _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale)
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_qkvpacked_fwd")
+def _window_attention_qkvpacked_fwd_fake(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p):
+    B_, N, c3 = qkv.shape
+    d = c3 // (3 * num_heads)
+    out = qkv.new_empty((B_, N, num_heads, d)).transpose(1, 2)
+    lse = qkv.new_empty((B_, num_heads, N), dtype=torch.float32)
+    rng_state = qkv.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
+    return out, lse, rng_state
+
+
+@torch.library.register_fake("flash_window_attn::window_attention_qkvpacked_bwd")
+def _window_attention_qkvpacked_bwd_fake(
+    dout, qkv, out, lse, bias, mask, logit_scale, scale, num_heads, dropout_p, rng_state
+):
+    dqkv = qkv.new_empty(qkv.shape)  # contiguous
+    return dqkv, _grad_like(bias, qkv), _grad_like(logit_scale, qkv)
 
 
 @torch.library.register_fake("flash_window_attn::dropout_keep_mask")
@@ -145,6 +165,38 @@ torch.library.register_autograd(
 )
 
 
+def _setup_context_packed(ctx, inputs, output):
+    qkv, num_heads, bias, mask, logit_scale, scale, dropout_p = inputs
+    out, lse, rng_state = output
+    ctx.save_for_backward(qkv, out, lse, bias, mask, logit_scale, rng_state)
+    ctx.num_heads = num_heads
+    ctx.scale = scale
+    ctx.dropout_p = dropout_p
+
+
+def _backward_packed(ctx, grad_out, grad_lse, grad_rng_state):
+    qkv, out, lse, bias, mask, logit_scale, rng_state = ctx.saved_tensors
+    dqkv, dbias, dlogit_scale = _pbwd_op(_unit_last_stride(grad_out), qkv, out, lse, bias, mask, logit_scale,
+                                         ctx.scale, ctx.num_heads, ctx.dropout_p, rng_state)
+    needs = ctx.needs_input_grad
+    return (
+        dqkv if needs[0] else None,
+        None,  # num_heads
+        dbias if bias is not None and needs[2] else None,
+        None,  # mask: never differentiable
+        dlogit_scale if logit_scale is not None and needs[4] else None,
+        None,  # scale
+        None,  # dropout_p
+    )
+
+
+torch.library.register_autograd(
+    "flash_window_attn::window_attention_qkvpacked_fwd",
+    _backward_packed,
+    setup_context=_setup_context_packed,
+)
+
+
 def dropout_keep_mask(rng_state: Tensor, B: int, H: int, N: int, dropout_p: float) -> Tensor:
     """The (B, H, N, N) bool keep mask that a dropout forward which returned ``rng_state`` used
     (on rng_state's device). For tests and debugging: the mask is a pure function of
@@ -164,6 +216,43 @@ def _check_tensor(name: str, t, optional: bool) -> None:
     if not isinstance(t, Tensor):
         expected = "a torch.Tensor or None" if optional else "a torch.Tensor"
         raise TypeError(f"window_attention: {name} must be {expected}, got {type(t).__name__}")
+
+
+def _op_scale_and_checks(what: str, head_dim, bias, mask, scale, logit_scale, dropout_p) -> float:
+    """Python-side checks shared by the public functions (the tensors' own checks are the op's);
+    returns the ``scale`` argument of the op."""
+    _check_tensor("bias", bias, optional=True)
+    _check_tensor("mask", mask, optional=True)
+    _check_tensor("logit_scale", logit_scale, optional=True)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise TypeError(
+            f"{what}: scale must be a real number or None, got {type(scale).__name__}"
+        )
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(
+            f"{what}: dropout_p must be a real number, got {type(dropout_p).__name__}"
+        )
+    if mask is not None and mask.requires_grad:
+        raise ValueError(
+            f"{what}: mask receives no gradient; pass mask.detach() (got a mask with "
+            "requires_grad=True)"
+        )
+    if logit_scale is not None:
+        if scale is not None:
+            raise ValueError(
+                f"{what}: give either scale (V1, S = scale * q k^T) or logit_scale "
+                f"(V2 cosine attention), not both (got scale={scale!r} and a logit_scale tensor)"
+            )
+        return 1.0  # ignored by the op in V2
+    if scale is None:
+        return head_dim ** -0.5 if head_dim > 0 else 1.0  # a bad rank or d is the op's to report
+    try:
+        return float(scale)
+    except OverflowError:
+        raise ValueError(
+            f"{what}: scale must be a finite number, but scale = {scale!r} does not "
+            "fit in a float"
+        ) from None
 
 
 def window_attention(
@@ -205,42 +294,50 @@ def window_attention(
     _check_tensor("q", q, optional=False)
     _check_tensor("k", k, optional=False)
     _check_tensor("v", v, optional=False)
-    _check_tensor("bias", bias, optional=True)
-    _check_tensor("mask", mask, optional=True)
-    _check_tensor("logit_scale", logit_scale, optional=True)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
-        raise TypeError(
-            f"window_attention: scale must be a real number or None, got {type(scale).__name__}"
-        )
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
-        raise TypeError(
-            f"window_attention: dropout_p must be a real number, got {type(dropout_p).__name__}"
-        )
-    if mask is not None and mask.requires_grad:
-        raise ValueError(
-            "window_attention: mask receives no gradient; pass mask.detach() (got a mask with "
-            "requires_grad=True)"
-        )
-    if logit_scale is not None:
-        if scale is not None:
-            raise ValueError(
-                "window_attention: give either scale (V1, S = scale * q k^T) or logit_scale "
-                f"(V2 cosine attention), not both (got scale={scale!r} and a logit_scale tensor)"
-            )
-        op_scale = 1.0  # ignored by the op in V2
-    elif scale is None:
-        d = q.shape[-1] if q.dim() > 0 else 0
-        op_scale = d ** -0.5 if d > 0 else 1.0  # a bad rank or d is the op's to report
-    else:
-        try:
-            op_scale = float(scale)
-        except OverflowError:
-            raise ValueError(
-                f"window_attention: scale must be a finite number, but scale = {scale!r} does not "
-                "fit in a float"
-            ) from None
+    d = q.shape[-1] if q.dim() > 0 else 0
+    op_scale = _op_scale_and_checks("window_attention", d, bias, mask, scale, logit_scale, dropout_p)
     if dropout_p != 0:
         out, _, _ = _dfwd_op(q, k, v, bias, mask, logit_scale, op_scale, float(dropout_p))
         return out
     out, _ = _fwd_op(q, k, v, bias, mask, logit_scale, op_scale)
+    return out
+
+
+def window_attention_qkvpacked(
+    qkv: Tensor,
+    num_heads: int,
+    bias: Optional[Tensor] = None,
+    mask: Optional[Tensor] = None,
+    *,
+    scale: Optional[float] = None,
+    logit_scale: Optional[Tensor] = None,
+    dropout_p: float = 0.0,
+) -> Tensor:
+    """:func:`window_attention` on q, k, v packed in one tensor, as a qkv projection returns them.
+
+    Args:
+        qkv: (B_, N, 3 * num_heads * d) with unit last stride: for each token, the q heads, then the
+            k heads, then the v heads (``qkv.reshape(B_, N, 3, num_heads, d)``), e.g. the output of
+            timm's ``nn.Linear(dim, 3 * dim)``. Same dtypes and limits as :func:`window_attention`.
+        num_heads: H.
+        bias, mask, scale, logit_scale, dropout_p: as in :func:`window_attention`.
+
+    Returns:
+        out: (B_, H, N, d) laid out as (B_, N, H, d), as :func:`window_attention` returns it.
+
+    The gradient of ``qkv`` comes back as one tensor in qkv's layout, written by the backward
+    kernels directly: unlike ``window_attention(*qkv.reshape(B_, N, 3, H, d).permute(2, 0, 3, 1, 4))``
+    (same values), autograd does not stack dq, dk, dv and copy the stack into qkv's layout.
+    """
+    _check_tensor("qkv", qkv, optional=False)
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int):
+        raise TypeError(
+            f"window_attention_qkvpacked: num_heads must be an int, got {type(num_heads).__name__}"
+        )
+    if qkv.dim() == 3 and num_heads > 0 and qkv.shape[-1] % (3 * num_heads) == 0:
+        d = qkv.shape[-1] // (3 * num_heads)
+    else:
+        d = 0  # the op reports the bad shape
+    op_scale = _op_scale_and_checks("window_attention_qkvpacked", d, bias, mask, scale, logit_scale, dropout_p)
+    out, _, _ = _pfwd_op(qkv, num_heads, bias, mask, logit_scale, op_scale, float(dropout_p))
     return out

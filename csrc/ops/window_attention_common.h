@@ -28,6 +28,18 @@ at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at
 at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at::Tensor>& logit_scale, const at::Tensor& q);
 constexpr int64_t kMaxN = 1024, kMinHeadDim = 16, kMaxHeadDim = 128;
 
+// The gradient buffers the backward implementations write dq, dk, dv into: fresh tensors
+// (empty_like, for the unpacked ops) or the three thirds of one (B_, N, 3 * H * d) dqkv tensor (the
+// packed op, whose gradient then reaches the qkv projection without a stack or a copy).
+struct QkvGrads { at::Tensor dq, dk, dv; };
+QkvGrads fresh_qkv_grads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+// Packed qkv: (B_, N, 3 * num_heads * head_dim) with unit last stride, as a qkv projection returns
+// it -> its q, k, v views (B_, H, N, d) (no copy). Checks the packing (names "qkv" / "num_heads").
+struct QkvViews { at::Tensor q, k, v; };
+QkvViews unpack_qkv(const at::Tensor& qkv, int64_t num_heads, const char* op);
+// A contiguous tensor shaped like qkv (its gradient) and, in *grads, its q, k, v views.
+at::Tensor make_dqkv(const at::Tensor& qkv, int64_t num_heads, QkvGrads* grads);
+
 // float32(ln 100): the clamp bound of logit_scale (V2). Values <= it get a gradient, values above
 // it are clamped (torch.clamp(max=...) semantics).
 constexpr float kLogitScaleMax = 4.60517018598809136804f;
@@ -55,6 +67,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, const at::Tensor& rng_state);
+// The dropout backward writing dq, dk, dv into `grads` (returned as the first three results).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu_into(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads);
 // The (B, H, N, N) bool keep mask of a dropout forward with this rng_state (CPU tensor): for tests.
 at::Tensor dropout_keep_mask_cpu(const at::Tensor& rng_state, int64_t B, int64_t H, int64_t N, double dropout_p);
 
@@ -65,7 +83,18 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tens
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda_fp32(const at::Tensor& dout,
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
-    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s);
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s,
+    const QkvGrads& grads);
+// CUDA ops used by the packed-qkv ops (window_attention_cuda.cpp).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(const at::Tensor& q,
+    const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda_into(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads);
 #endif  // FWA_CPU_ONLY
 
 }  // namespace flash_window_attn

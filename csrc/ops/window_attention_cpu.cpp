@@ -526,11 +526,10 @@ std::tuple<at::Tensor, at::Tensor> fwd_cpu_impl(const at::Tensor& q, const at::T
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cpu_impl(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s, const CpuDropout& drop) {
+    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s, const CpuDropout& drop,
+    const QkvGrads& grads) {
   const at::ScalarType acc = acc_dtype(q);
-  at::Tensor dq = at::empty_like(q);
-  at::Tensor dk = at::empty_like(k);
-  at::Tensor dv = at::empty_like(v);
+  at::Tensor dq = grads.dq, dk = grads.dk, dv = grads.dv;
   at::Tensor dbias_acc = at::zeros({s.has_bias ? s.H : 0, s.N, s.N}, q.options().dtype(acc));
   at::Tensor dalpha_acc = at::zeros({s.cosine ? s.H : 0}, q.options().dtype(acc));
   if (s.B > 0 && s.H > 0) {
@@ -559,7 +558,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale) {
   const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
-  return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{});
+  return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{}, fresh_qkv_grads(q, k, v));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
@@ -592,7 +591,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
   check_dropout_p(dropout_p);
   check_rng_state(rng_state, dropout_p, q);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
-                      cpu_dropout(dropout_p, rng_state.cpu()));
+                      cpu_dropout(dropout_p, rng_state.cpu()), fresh_qkv_grads(q, k, v));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu_into(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state,
+    const QkvGrads& grads) {
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  check_dropout_p(dropout_p);
+  check_rng_state(rng_state, dropout_p, q);
+  return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
+                      cpu_dropout(dropout_p, rng_state.cpu()), grads);
 }
 
 at::Tensor dropout_keep_mask_cpu(const at::Tensor& rng_state, int64_t B, int64_t H, int64_t N, double dropout_p) {

@@ -112,6 +112,10 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
     return {out, lse};
 }
 
+}  // namespace
+
+// The op implementations (registered below; the packed-qkv ops call the dropout ones too).
+
 std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
@@ -162,12 +166,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop) {
+    double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop, const QkvGrads& grads) {
     if (q.scalar_type() == at::kFloat)
         return window_attention_bwd_cuda_fp32(dout, q, k, v, out, lse, bias, mask, logit_scale,
-                                              scale, s);
+                                              scale, s, grads);
 
-    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    at::Tensor dq = grads.dq, dk = grads.dk, dv = grads.dv;
     const auto f32 = q.options().dtype(at::kFloat);
     if (s.B == 0 || s.H == 0) {   // nothing to launch; the reductions over no windows are 0
         at::Tensor dbias0 = s.has_bias ? at::zeros({s.H, s.N, s.N}, f32) : at::Tensor();
@@ -242,7 +246,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     double scale) {
     const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
     const c10::cuda::CUDAGuard guard(q.device());
-    return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
+    return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{},
+                         fresh_qkv_grads(q, k, v));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda(
@@ -256,10 +261,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     check_no_fp32_dropout(q, dropout_p);
     const c10::cuda::CUDAGuard guard(q.device());
     return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s,
-                         dropout_args(dropout_p, rng_state));
+                         dropout_args(dropout_p, rng_state), fresh_qkv_grads(q, k, v));
 }
 
-}  // namespace
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda_into(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
+    double scale, double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads) {
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    check_dropout_p(dropout_p);
+    check_rng_state(rng_state, dropout_p, q);
+    check_no_fp32_dropout(q, dropout_p);
+    const c10::cuda::CUDAGuard guard(q.device());
+    return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s,
+                         dropout_args(dropout_p, rng_state), grads);
+}
+
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
     m.impl("window_attention_fwd", &window_attention_fwd_cuda);

@@ -76,15 +76,13 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tens
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda_fp32(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s) {
+    const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s, const QkvGrads& grads) {
   (void)out;  // D_i is recomputed as sum_j P_ij dP_ij; out is only checked by the caller
   (void)lse;  // P is renormalised from S's recomputed row max and sum (see the kernel file)
   check_fp32_cuda(q, "window_attention_bwd_cuda_fp32");
   const c10::cuda::CUDAGuard device_guard(q.device());
   const auto f32 = q.options().dtype(at::kFloat);
-  at::Tensor dq = at::empty_like(q);
-  at::Tensor dk = at::empty_like(k);
-  at::Tensor dv = at::empty_like(v);
+  at::Tensor dq = grads.dq, dk = grads.dk, dv = grads.dv;
   at::Tensor dbias_f, dlogit_f;
   if (s.B == 0 || s.H == 0) {
     if (s.has_bias) dbias_f = at::zeros({s.H, s.N, s.N}, f32);
