@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from typing import Callable, Dict, Optional, Sequence, Tuple
@@ -106,6 +107,13 @@ def cached_bias(
     if type(bias) is Tensor:
         module.__dict__[_CACHE_ATTR] = (key, bias)
     return bias
+
+
+def autocast_disabled(device_type: str):
+    """A context that turns autocast off for ``device_type`` where it is on (a no-op otherwise)."""
+    if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def _is_fx_tracing() -> bool:

@@ -252,12 +252,18 @@ class WindowAttention(nn.Module):
         """16 * sigmoid(cpb_mlp(table))[index]: (H, N, N)."""
         H = self.num_heads
         n = common.window_area(self.window_size)
-        table = self.cpb_mlp(self.relative_coords_table).view(-1, H)
+        coords = self.relative_coords_table
+        # The MLP runs in its parameters' dtype, outside autocast: it is tiny (the (2Wh-1)(2Ww-1)
+        # table through 2 -> 512 -> H), so autocast's casts of its input and three weights (and of
+        # their gradients) cost more host time than the matmuls, and the fp32 bias is more exact
+        # than timm's bf16 / fp16 one (the op takes any bias dtype and adds it in fp32 anyway).
+        with common.autocast_disabled(coords.device.type):
+            table = self.cpb_mlp(coords).view(-1, H)
         # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather
-        # gives the same values as timm's order (gather, then sigmoid on N x N x H), for less work.
+        # gives the same values as timm's order (gather, then sigmoid on N x N x H), for less work;
+        # gathering along the columns of its transpose gives the (H, N, N) layout directly.
         table = 16 * torch.sigmoid(table)
-        bias = table[self.relative_position_index.view(-1)].view(n, n, H)
-        return bias.permute(2, 0, 1).contiguous()
+        return table.t()[:, self.relative_position_index.view(-1)].view(H, n, n)
 
     def relative_position_bias(self) -> Tensor:
         """The (H, N, N) bias; cached in eval mode / without grad while its inputs are unchanged."""
