@@ -47,9 +47,11 @@ def unsupported_reason(window_tokens: int, head_dim: int) -> Optional[str]:
     return None
 
 
-def op_runs(q: Tensor) -> bool:
-    """True if the fused op takes q (B_, H, N, d) of this device, dtype and size."""
-    _, _, n, d = q.shape
+def op_runs(q: Tensor, n: Optional[int] = None, d: Optional[int] = None) -> bool:
+    """True if the fused op takes q (B_, H, N, d) of this device, dtype and size (or, with n and d
+    given, any tensor of q's device and dtype holding windows of n tokens and head dim d)."""
+    if n is None:
+        _, _, n, d = q.shape
     if unsupported_reason(n, d) is not None:
         return False
     dev = q.device.type
@@ -79,10 +81,14 @@ def dropout_kwargs(p: float, training: bool, q: Tensor) -> Optional[Dict[str, fl
 def cached_bias(
     module: nn.Module,
     compute: Callable[[], Tensor],
-    deps: Sequence[Tensor],
+    deps: Callable[[], Sequence[Tensor]],
     extra_key: Tuple = (),
 ) -> Tensor:
     """``compute()``, reused across calls while nothing it depends on changed, in eval mode.
+
+    ``deps()`` lists the tensors the result depends on; it is called only when the cache can be
+    used (a training step skips it: walking a module's parameters costs more host time than the
+    cache check itself).
 
     The cache is used only when no gradient can flow into the result (grad mode off, or none of
     ``deps`` requires grad) and the module is in eval mode or grad mode is off (no_grad /
@@ -94,7 +100,11 @@ def cached_bias(
     """
     if torch.compiler.is_compiling() or torch.jit.is_tracing() or _is_fx_tracing():
         return compute()
-    if torch.is_grad_enabled() and (module.training or any(t.requires_grad for t in deps)):
+    if torch.is_grad_enabled() and module.training:
+        module.__dict__.pop(_CACHE_ATTR, None)
+        return compute()
+    deps = deps()
+    if torch.is_grad_enabled() and any(t.requires_grad for t in deps):
         module.__dict__.pop(_CACHE_ATTR, None)
         return compute()
     key = _cache_key(deps, extra_key)

@@ -86,8 +86,10 @@ class FlashSwinv2SelfAttention(Swinv2SelfAttention):
 
     def relative_position_bias(self) -> Tensor:
         """The (H, N, N) bias 16 * sigmoid(cpb_mlp(table))[index] (cached in eval / no-grad)."""
-        deps = list(self.continuous_position_bias_mlp.parameters())
-        deps += [self.relative_coords_table, self.relative_position_index]
+        def deps():
+            return [*self.continuous_position_bias_mlp.parameters(), self.relative_coords_table,
+                    self.relative_position_index]
+
         return common.cached_bias(
             self, self._compute_relative_position_bias, deps,
             (tuple(self.window_size), self.num_attention_heads),

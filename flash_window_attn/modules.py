@@ -105,11 +105,11 @@ def _fused_attention_packed(module: nn.Module, qkv: Tensor, bias: Tensor, mask: 
     """The fused op on the qkv projection output (B_, N, 3 * H * d) itself (or the eager fallback
     on its q, k, v views where the op cannot run), returning (B_, N, H*d). Its backward returns the
     projection's gradient in the projection's layout (no stack of dq, dk, dv, no copy)."""
-    B_, N, _ = qkv.shape
+    B_, N, C3 = qkv.shape
     H = module.num_heads
-    q, k, v = qkv.reshape(B_, N, 3, H, -1).permute(2, 0, 3, 1, 4).unbind(0)
-    drop = common.dropout_kwargs(module.attn_drop.p, module.training, q)
-    if drop is None or not common.op_runs(q):
+    drop = common.dropout_kwargs(module.attn_drop.p, module.training, qkv)
+    if drop is None or not common.op_runs(qkv, N, C3 // (3 * H)):
+        q, k, v = qkv.reshape(B_, N, 3, H, -1).permute(2, 0, 3, 1, 4).unbind(0)
         return _eager_attention(module, q, k, v, bias, mask, **kw)
     out = window_attention_qkvpacked(qkv, H, bias, mask, **kw, **drop)
     return out.transpose(1, 2).reshape(B_, N, -1)  # (B_, N, H, d) in memory: a free view
@@ -260,15 +260,19 @@ class WindowAttention(nn.Module):
         with common.autocast_disabled(coords.device.type):
             table = self.cpb_mlp(coords).view(-1, H)
         # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather
-        # gives the same values as timm's order (gather, then sigmoid on N x N x H), for less work;
-        # gathering along the columns of its transpose gives the (H, N, N) layout directly.
+        # gives the same values as timm's order (gather, then sigmoid on N x N x H), for less work.
+        # The gather is along the rows of the table, as timm's (its backward, a sorted scatter-add,
+        # is about twice as fast that way as along the columns of the transpose); the op takes the
+        # (H, N, N) permuted view as it is (any strides), so no copy is made.
         table = 16 * torch.sigmoid(table)
-        return table.t()[:, self.relative_position_index.view(-1)].view(H, n, n)
+        bias = table[self.relative_position_index.view(-1)].view(n, n, H)
+        return bias.permute(2, 0, 1)
 
     def relative_position_bias(self) -> Tensor:
         """The (H, N, N) bias; cached in eval mode / without grad while its inputs are unchanged."""
-        deps = [p for p in self.cpb_mlp.parameters()]
-        deps += [self.relative_coords_table, self.relative_position_index]
+        def deps():
+            return [*self.cpb_mlp.parameters(), self.relative_coords_table, self.relative_position_index]
+
         return common.cached_bias(
             self, self._compute_relative_position_bias, deps,
             (tuple(self.window_size), self.num_heads),

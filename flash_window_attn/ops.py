@@ -165,36 +165,9 @@ torch.library.register_autograd(
 )
 
 
-def _setup_context_packed(ctx, inputs, output):
-    qkv, num_heads, bias, mask, logit_scale, scale, dropout_p = inputs
-    out, lse, rng_state = output
-    ctx.save_for_backward(qkv, out, lse, bias, mask, logit_scale, rng_state)
-    ctx.num_heads = num_heads
-    ctx.scale = scale
-    ctx.dropout_p = dropout_p
-
-
-def _backward_packed(ctx, grad_out, grad_lse, grad_rng_state):
-    qkv, out, lse, bias, mask, logit_scale, rng_state = ctx.saved_tensors
-    dqkv, dbias, dlogit_scale = _pbwd_op(_unit_last_stride(grad_out), qkv, out, lse, bias, mask, logit_scale,
-                                         ctx.scale, ctx.num_heads, ctx.dropout_p, rng_state)
-    needs = ctx.needs_input_grad
-    return (
-        dqkv if needs[0] else None,
-        None,  # num_heads
-        dbias if bias is not None and needs[2] else None,
-        None,  # mask: never differentiable
-        dlogit_scale if logit_scale is not None and needs[4] else None,
-        None,  # scale
-        None,  # dropout_p
-    )
-
-
-torch.library.register_autograd(
-    "flash_window_attn::window_attention_qkvpacked_fwd",
-    _backward_packed,
-    setup_context=_setup_context_packed,
-)
+# The packed op's autograd is registered in C++ (csrc/ops/window_attention_autograd.cpp): it is the
+# op the timm drop-ins call in every layer, and a Python autograd wrapper costs ~100 us of host time
+# per call and as much in the backward.
 
 
 def dropout_keep_mask(rng_state: Tensor, B: int, H: int, N: int, dropout_p: float) -> Tensor:
