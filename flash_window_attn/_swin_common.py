@@ -119,6 +119,59 @@ def cached_bias(
     return bias
 
 
+def _plain_module(m: nn.Module) -> bool:
+    return not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                or getattr(m, "_backward_pre_hooks", None))
+
+
+def _standard_cpb_mlp(mlp: nn.Module, coords: Tensor, num_heads: int) -> bool:
+    """True if ``mlp`` is Swin V2's Sequential(Linear(2, hidden), ReLU, Linear(hidden, H, bias=False))
+    with no hooks, in coords' dtype and on a CPU / CUDA device: then the fused op computes it."""
+    if type(mlp) is not nn.Sequential or len(mlp) != 3:
+        return False
+    l1, act, l2 = mlp[0], mlp[1], mlp[2]
+    if type(l1) is not nn.Linear or type(act) is not nn.ReLU or type(l2) is not nn.Linear:
+        return False
+    if l1.in_features != 2 or l2.in_features != l1.out_features or l2.out_features != num_heads or l2.bias is not None:
+        return False
+    if not (_plain_module(mlp) and _plain_module(l1) and _plain_module(act) and _plain_module(l2)):
+        return False
+    from torch.nn.modules import module as _mod
+
+    if _mod._global_forward_hooks or _mod._global_forward_pre_hooks or _mod._global_backward_hooks:
+        return False
+    plain = (nn.Parameter, Tensor)   # not tensor subclasses (DTensor, FX proxies, ...)
+    w1, w2 = l1.weight, l2.weight
+    if type(w1) not in plain or type(w2) not in plain or type(coords) is not Tensor:
+        return False
+    if l1.bias is not None and type(l1.bias) not in plain:
+        return False
+    return coords.device.type in ("cpu", "cuda") and w1.dtype == coords.dtype == w2.dtype and w1.device == coords.device
+
+
+def cpb_bias(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int, n: int) -> Tensor:
+    """Swin V2's continuous position bias ``16 * sigmoid(mlp(coords))[index]`` as (H, N, N).
+
+    Runs outside autocast, in the MLP's parameters' dtype: the MLP is tiny (the (2Wh-1)(2Ww-1)
+    offsets through 2 -> 512 -> H), so autocast's casts of its input and weights (and of their
+    gradients) cost more host time than its matmuls, and an fp32 bias is more exact than an autocast
+    one (the attention op adds the bias in fp32 anyway). For the standard MLP (and not while
+    torch.compile traces, where the plain ops fuse) it is one op, ``swin_cpb_bias``, whose forward
+    and backward run in C++ (csrc/ops/swin_cpb.cpp): far fewer host-side operations per layer.
+    """
+    with autocast_disabled(coords.device.type):
+        if not torch.compiler.is_compiling() and _standard_cpb_mlp(mlp, coords, num_heads):
+            return torch.ops.flash_window_attn.swin_cpb_bias(coords, mlp[0].weight, mlp[0].bias, mlp[2].weight, index)
+        table = mlp(coords).view(-1, num_heads)
+    # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather gives
+    # the same values as timm's order (gather, then sigmoid on N x N x H), for less work. The
+    # gather is along the table's rows, as timm's (its backward, a sorted scatter-add, is about
+    # twice as fast that way as along the columns of the transpose); the attention op takes the
+    # (H, N, N) permuted view as it is (any strides), so no copy is made.
+    table = 16 * torch.sigmoid(table)
+    return table[index.reshape(-1)].view(n, n, num_heads).permute(2, 0, 1)
+
+
 def autocast_disabled(device_type: str):
     """A context that turns autocast off for ``device_type`` where it is on (a no-op otherwise)."""
     if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):

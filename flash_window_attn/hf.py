@@ -77,12 +77,10 @@ class FlashSwinv2SelfAttention(Swinv2SelfAttention):
     """
 
     def _compute_relative_position_bias(self) -> Tensor:
-        H = self.num_attention_heads
-        n = common.window_area(self.window_size)
-        table = self.continuous_position_bias_mlp(self.relative_coords_table).view(-1, H)
-        table = 16 * torch.sigmoid(table)  # elementwise: same values as sigmoid after the gather
-        bias = table[self.relative_position_index.view(-1)].view(n, n, H)
-        return bias.permute(2, 0, 1).contiguous()
+        """16 * sigmoid(cpb_mlp(table))[index]: (H, N, N) (see ``_swin_common.cpb_bias``)."""
+        return common.cpb_bias(self.continuous_position_bias_mlp, self.relative_coords_table,
+                               self.relative_position_index, self.num_attention_heads,
+                               common.window_area(self.window_size))
 
     def relative_position_bias(self) -> Tensor:
         """The (H, N, N) bias 16 * sigmoid(cpb_mlp(table))[index] (cached in eval / no-grad)."""

@@ -249,24 +249,9 @@ class WindowAttention(nn.Module):
     # -- forward ----------------------------------------------------------------------------------
 
     def _compute_relative_position_bias(self) -> Tensor:
-        """16 * sigmoid(cpb_mlp(table))[index]: (H, N, N)."""
-        H = self.num_heads
-        n = common.window_area(self.window_size)
-        coords = self.relative_coords_table
-        # The MLP runs in its parameters' dtype, outside autocast: it is tiny (the (2Wh-1)(2Ww-1)
-        # table through 2 -> 512 -> H), so autocast's casts of its input and three weights (and of
-        # their gradients) cost more host time than the matmuls, and the fp32 bias is more exact
-        # than timm's bf16 / fp16 one (the op takes any bias dtype and adds it in fp32 anyway).
-        with common.autocast_disabled(coords.device.type):
-            table = self.cpb_mlp(coords).view(-1, H)
-        # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather
-        # gives the same values as timm's order (gather, then sigmoid on N x N x H), for less work.
-        # The gather is along the rows of the table, as timm's (its backward, a sorted scatter-add,
-        # is about twice as fast that way as along the columns of the transpose); the op takes the
-        # (H, N, N) permuted view as it is (any strides), so no copy is made.
-        table = 16 * torch.sigmoid(table)
-        bias = table[self.relative_position_index.view(-1)].view(n, n, H)
-        return bias.permute(2, 0, 1)
+        """16 * sigmoid(cpb_mlp(table))[index]: (H, N, N) (see ``_swin_common.cpb_bias``)."""
+        return common.cpb_bias(self.cpb_mlp, self.relative_coords_table, self.relative_position_index,
+                               self.num_heads, common.window_area(self.window_size))
 
     def relative_position_bias(self) -> Tensor:
         """The (H, N, N) bias; cached in eval mode / without grad while its inputs are unchanged."""

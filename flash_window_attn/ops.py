@@ -91,6 +91,17 @@ def _window_attention_qkvpacked_bwd_fake(
     return dqkv, _grad_like(bias, qkv), _grad_like(logit_scale, qkv)
 
 
+@torch.library.register_fake("flash_window_attn::swin_cpb_bias")
+def _swin_cpb_bias_fake(coords, w1, b1, w2, index):
+    H, n = w2.shape[0], index.shape[0]
+    return w1.new_empty((H, n, n))
+
+
+@torch.library.register_fake("flash_window_attn::swin_cpb_bias_backward")
+def _swin_cpb_bias_backward_fake(grad, coords, w1, b1, w2, index):
+    return w1.new_empty(w1.shape), w1.new_empty(b1.shape if b1 is not None else (0,)), w2.new_empty(w2.shape)
+
+
 @torch.library.register_fake("flash_window_attn::dropout_keep_mask")
 def _dropout_keep_mask_fake(rng_state, B, H, N, dropout_p):
     return rng_state.new_empty((B, H, N, N), dtype=torch.bool)

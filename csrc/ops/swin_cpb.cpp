@@ -1,0 +1,174 @@
+// Swin V2's continuous position bias as one op with a C++ autograd kernel:
+//
+//   swin_cpb_bias(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> Tensor bias
+//       coords (..., 2) relative-coordinate table (T rows after flattening), w1 (hidden, 2),
+//       b1 (hidden) or None, w2 (H, hidden), index (N, N) int64 into the T rows:
+//       bias = 16 * sigmoid(relu(coords w1ᵀ + b1) w2ᵀ)[index]  as (H, N, N), contiguous
+//   swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2,
+//                          Tensor index) -> (Tensor dw1, Tensor db1, Tensor dw2)
+//
+// The same math as timm's / transformers' `16 * sigmoid(cpb_mlp(table))[index].permute(2, 0, 1)`
+// (sigmoid before the gather: it is elementwise), in the parameters' dtype, written with ATen ops.
+// Why an op: the drop-in modules evaluate it in every layer of every training step, and as ~10
+// Python-level autograd ops forward and ~15 backward it cost more host time than its GPU work
+// (benchmarks/NOTES.md, session 4). The backward recomputes the tiny MLP (T x hidden) instead of
+// saving it; the gather's gradient is a sorted (deterministic) index_put_ with accumulation, as
+// autograd's own indexing backward. No gradient for coords and index (buffers).
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+namespace flash_window_attn {
+namespace {
+
+constexpr const char* kCpbOp = "swin_cpb_bias: ";
+
+struct CpbSizes { int64_t T, hidden, H, N; };
+
+CpbSizes check_cpb_args(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                        const at::Tensor& w2, const at::Tensor& index) {
+  TORCH_CHECK_VALUE(coords.dim() >= 1 && coords.size(-1) == 2, kCpbOp,
+                    "coords must have a last dimension of size 2, got shape ", coords.sizes());
+  TORCH_CHECK_VALUE(w1.dim() == 2 && w1.size(1) == 2, kCpbOp, "w1 must have shape (hidden, 2), got ", w1.sizes());
+  TORCH_CHECK_VALUE(w2.dim() == 2 && w2.size(1) == w1.size(0), kCpbOp, "w2 must have shape (H, hidden) with hidden = ",
+                    w1.size(0), ", got ", w2.sizes());
+  if (b1.has_value())
+    TORCH_CHECK_VALUE(b1->dim() == 1 && b1->size(0) == w1.size(0), kCpbOp, "b1 must have shape (", w1.size(0),
+                      ",), got ", b1->sizes());
+  TORCH_CHECK_VALUE(index.dim() == 2 && index.size(0) == index.size(1), kCpbOp,
+                    "index must have shape (N, N), got ", index.sizes());
+  TORCH_CHECK_TYPE(index.scalar_type() == at::kLong, kCpbOp, "index must be int64, got ", index.scalar_type());
+  TORCH_CHECK_TYPE(at::isFloatingType(w1.scalar_type()), kCpbOp, "w1 must be floating point, got ",
+                   w1.scalar_type());
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&coords, "coords"}, {&w2, "w2"}})
+    TORCH_CHECK_TYPE(t->scalar_type() == w1.scalar_type(), kCpbOp, name, " has dtype ", t->scalar_type(),
+                     " but w1 has dtype ", w1.scalar_type());
+  if (b1.has_value())
+    TORCH_CHECK_TYPE(b1->scalar_type() == w1.scalar_type(), kCpbOp, "b1 has dtype ", b1->scalar_type(),
+                     " but w1 has dtype ", w1.scalar_type());
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&coords, "coords"}, {&w2, "w2"},
+                                {&index, "index"}})
+    TORCH_CHECK_VALUE(t->device() == w1.device(), kCpbOp, name, " is on device ", t->device(),
+                      " but w1 is on device ", w1.device());
+  if (b1.has_value())
+    TORCH_CHECK_VALUE(b1->device() == w1.device(), kCpbOp, "b1 is on device ", b1->device(),
+                      " but w1 is on device ", w1.device());
+  return {coords.numel() / 2, w1.size(0), w2.size(0), index.size(0)};
+}
+
+// h = relu(coords w1ᵀ + b1) (T, hidden); s = sigmoid(h w2ᵀ) (T, H)
+std::pair<at::Tensor, at::Tensor> mlp(const at::Tensor& coords, const at::Tensor& w1,
+                                      const std::optional<at::Tensor>& b1, const at::Tensor& w2) {
+  const at::Tensor c = coords.reshape({-1, 2});
+  at::Tensor h = b1.has_value() ? at::addmm(*b1, c, w1.t()) : at::mm(c, w1.t());
+  h.relu_();
+  return {h, at::sigmoid(at::mm(h, w2.t()))};
+}
+
+at::Tensor cpb_bias_impl(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                         const at::Tensor& w2, const at::Tensor& index) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  const at::Tensor table = mlp(coords, w1, b1, w2).second.mul_(16);        // (T, H)
+  // gather along the rows, then the (H, N, N) layout: one gather, one transposing copy of H N² values
+  return table.index_select(0, index.reshape({-1})).t().contiguous().view({s.H, s.N, s.N});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
+    const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+    const at::Tensor& w2, const at::Tensor& index) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  TORCH_CHECK_VALUE(grad.dim() == 3 && grad.size(0) == s.H && grad.size(1) == s.N && grad.size(2) == s.N, kCpbOp,
+                    "grad must have shape (", s.H, ", ", s.N, ", ", s.N, "), got ", grad.sizes());
+  auto [h, sig] = mlp(coords, w1, b1, w2);
+  // d table (T, H): sum of grad over the (i, j) with index[i, j] = t. index_put_ with accumulation
+  // sorts the indices (deterministic on CUDA, like autograd's indexing backward).
+  at::Tensor dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
+  dtable.index_put_({index.reshape({-1})}, grad.reshape({s.H, s.N * s.N}).t().to(w1.scalar_type()),
+                    /*accumulate=*/true);
+  const at::Tensor dpre = at::sigmoid_backward(dtable, sig).mul_(16);         // d(h w2ᵀ)
+  at::Tensor dw2 = at::mm(dpre.t(), h);                                       // (H, hidden)
+  const at::Tensor dh = at::threshold_backward(at::mm(dpre, w2), h, 0);       // relu: h > 0
+  at::Tensor dw1 = at::mm(dh.t(), coords.reshape({-1, 2}));                   // (hidden, 2)
+  at::Tensor db1 = b1.has_value() ? dh.sum(0) : at::empty({0}, w1.options());
+  return {dw1, db1, dw2};
+}
+
+using FwdSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                          const at::Tensor&, const at::Tensor&);
+using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                              const at::Tensor&, const std::optional<at::Tensor>&,
+                                                              const at::Tensor&, const at::Tensor&);
+
+const c10::TypedOperatorHandle<FwdSig>& fwd_op() {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("flash_window_attn::swin_cpb_bias", "").typed<FwdSig>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<BwdSig>& bwd_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("flash_window_attn::swin_cpb_bias_backward", "")
+                             .typed<BwdSig>();
+  return op;
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class CpbBiasFunction : public torch::autograd::Function<CpbBiasFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& coords, const at::Tensor& w1,
+                               const std::optional<at::Tensor>& b1, const at::Tensor& w2, const at::Tensor& index) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    at::Tensor bias = fwd_op().call(coords, w1, b1, w2, index);
+    ctx->save_for_backward({coords, w1, b1.value_or(at::Tensor()), w2, index});
+    return {bias};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list sv = ctx->get_saved_variables();
+    variable_list result(5);   // coords, w1, b1, w2, index
+    if (!grads[0].defined()) return result;
+    const std::optional<at::Tensor> b1 = sv[2].defined() ? std::optional<at::Tensor>(sv[2]) : std::nullopt;
+    auto [dw1, db1, dw2] = bwd_op().call(grads[0], sv[0], sv[1], b1, sv[3], sv[4]);
+    result[1] = dw1;
+    if (b1.has_value()) result[2] = db1;
+    result[3] = dw2;
+    return result;
+  }
+};
+
+at::Tensor cpb_bias_autograd(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                             const at::Tensor& w2, const at::Tensor& index) {
+  return CpbBiasFunction::apply(coords, w1, b1, w2, index)[0];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
+  m.def("swin_cpb_bias(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> Tensor");
+  m.def("swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> "
+        "(Tensor, Tensor, Tensor)");
+}
+
+// ATen ops only: the same implementation for CPU and CUDA (registered per device, not as
+// CompositeExplicitAutograd, so that the fake kernels of ops.py serve symbolic shapes), with the
+// autograd kernel above it.
+TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
+  m.impl("swin_cpb_bias", &cpb_bias_impl);
+  m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
+}
+
+#ifndef FWA_CPU_ONLY
+TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
+  m.impl("swin_cpb_bias", &cpb_bias_impl);
+  m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
+}
+#endif
+
+TORCH_LIBRARY_IMPL(flash_window_attn, Autograd, m) {
+  m.impl("swin_cpb_bias", &cpb_bias_autograd);
+}
+
+}  // namespace flash_window_attn
