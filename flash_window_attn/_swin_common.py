@@ -127,9 +127,9 @@ def _plain_module(m: nn.Module) -> bool:
 def _standard_cpb_mlp(mlp: nn.Module, coords: Tensor, num_heads: int) -> bool:
     """True if ``mlp`` is Swin V2's Sequential(Linear(2, hidden), ReLU, Linear(hidden, H, bias=False))
     with no hooks, in coords' dtype and on a CPU / CUDA device: then the fused op computes it."""
-    if type(mlp) is not nn.Sequential or len(mlp) != 3:
+    if type(mlp) is not nn.Sequential or len(mlp._modules) != 3:
         return False
-    l1, act, l2 = mlp[0], mlp[1], mlp[2]
+    l1, act, l2 = mlp._modules.values()   # (Sequential.__getitem__ is slow for a per-step check)
     if type(l1) is not nn.Linear or type(act) is not nn.ReLU or type(l2) is not nn.Linear:
         return False
     if l1.in_features != 2 or l2.in_features != l1.out_features or l2.out_features != num_heads or l2.bias is not None:
@@ -161,7 +161,8 @@ def cpb_bias(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int, n: i
     """
     with autocast_disabled(coords.device.type):
         if not torch.compiler.is_compiling() and _standard_cpb_mlp(mlp, coords, num_heads):
-            return torch.ops.flash_window_attn.swin_cpb_bias(coords, mlp[0].weight, mlp[0].bias, mlp[2].weight, index)
+            l1, _, l2 = mlp._modules.values()
+            return torch.ops.flash_window_attn.swin_cpb_bias(coords, l1.weight, l1.bias, l2.weight, index)
         table = mlp(coords).view(-1, num_heads)
     # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather gives
     # the same values as timm's order (gather, then sigmoid on N x N x H), for less work. The
