@@ -97,8 +97,14 @@ def _swin_cpb_bias_fake(coords, w1, b1, w2, index):
     return w1.new_empty((H, n, n))
 
 
+@torch.library.register_fake("flash_window_attn::swin_cpb_bias_forward")
+def _swin_cpb_bias_forward_fake(coords, w1, b1, w2, index):
+    T = coords.numel() // 2
+    return _swin_cpb_bias_fake(coords, w1, b1, w2, index), w1.new_empty((T, w1.shape[0])), w1.new_empty((T, w2.shape[0]))
+
+
 @torch.library.register_fake("flash_window_attn::swin_cpb_bias_backward")
-def _swin_cpb_bias_backward_fake(grad, coords, w1, b1, w2, index):
+def _swin_cpb_bias_backward_fake(grad, coords, w1, b1, w2, index, h, sig):
     return w1.new_empty(w1.shape), w1.new_empty(b1.shape if b1 is not None else (0,)), w2.new_empty(w2.shape)
 
 

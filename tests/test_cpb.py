@@ -81,7 +81,12 @@ def test_opcheck():
     args = (coords, mlp[0].weight, mlp[0].bias, mlp[2].weight, index)
     torch.library.opcheck(OP.default, args)
     g = torch.randn(2, 9, 9)
-    torch.library.opcheck(BWD.default, (g,) + tuple(a.detach() for a in args))
+    c = coords.reshape(-1, 2)
+    h = torch.relu(c @ mlp[0].weight.t() + mlp[0].bias).detach()
+    sig = torch.sigmoid(h @ mlp[2].weight.t()).detach()
+    torch.library.opcheck(BWD.default, (g,) + tuple(a.detach() for a in args) + (h, sig))
+    torch.library.opcheck(torch.ops.flash_window_attn.swin_cpb_bias_forward.default,
+                          tuple(a.detach() for a in args))
 
 
 def test_errors_name_the_argument():

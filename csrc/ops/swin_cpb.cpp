@@ -4,16 +4,21 @@
 //       coords (..., 2) relative-coordinate table (T rows after flattening), w1 (hidden, 2),
 //       b1 (hidden) or None, w2 (H, hidden), index (N, N) int64 into the T rows:
 //       bias = 16 * sigmoid(relu(coords w1ᵀ + b1) w2ᵀ)[index]  as (H, N, N), contiguous
+//   swin_cpb_bias_forward(same arguments) -> (bias, h, sig)   the forward of the autograd kernel
 //   swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2,
-//                          Tensor index) -> (Tensor dw1, Tensor db1, Tensor dw2)
+//                          Tensor index, Tensor h, Tensor sig) -> (Tensor dw1, Tensor db1, Tensor dw2)
+//       h = relu(coords w1ᵀ + b1) (T, hidden) and sig = sigmoid(h w2ᵀ) (T, H), saved by the
+//       autograd kernel's forward
 //
 // The same math as timm's / transformers' `16 * sigmoid(cpb_mlp(table))[index].permute(2, 0, 1)`
 // (sigmoid before the gather: it is elementwise), in the parameters' dtype, written with ATen ops.
 // Why an op: the drop-in modules evaluate it in every layer of every training step, and as ~10
 // Python-level autograd ops forward and ~15 backward it cost more host time than its GPU work
-// (benchmarks/NOTES.md, session 4). The backward recomputes the tiny MLP (T x hidden) instead of
-// saving it; the gather's gradient is a sorted (deterministic) index_put_ with accumulation, as
-// autograd's own indexing backward. No gradient for coords and index (buffers).
+// (benchmarks/NOTES.md, session 4). The autograd kernel runs the forward itself (below autograd)
+// to keep the MLP's activations h and sig (T x hidden and T x H: small) for the backward, which
+// then needs no matmul but those of the gradients; the gather's gradient is a sorted
+// (deterministic) index_put_ with accumulation, as autograd's own indexing backward. No gradient
+// for coords and index (buffers).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
@@ -66,21 +71,39 @@ std::pair<at::Tensor, at::Tensor> mlp(const at::Tensor& coords, const at::Tensor
   return {h, at::sigmoid(at::mm(h, w2.t()))};
 }
 
+// 16 * sig[index] as (H, N, N): gather along the rows, then one transposing copy of H N² values
+at::Tensor gather_bias(const at::Tensor& sig, const at::Tensor& index, const CpbSizes& s) {
+  const at::Tensor rows = sig.index_select(0, index.reshape({-1}));           // (N², H)
+  at::Tensor bias = at::empty({s.H, s.N * s.N}, sig.options());
+  at::mul_out(bias, rows.t(), at::scalar_tensor(16, sig.options().device(at::kCPU)));   // one kernel
+  return bias.view({s.H, s.N, s.N});
+}
+
 at::Tensor cpb_bias_impl(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
                          const at::Tensor& w2, const at::Tensor& index) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
-  const at::Tensor table = mlp(coords, w1, b1, w2).second.mul_(16);        // (T, H)
-  // gather along the rows, then the (H, N, N) layout: one gather, one transposing copy of H N² values
-  return table.index_select(0, index.reshape({-1})).t().contiguous().view({s.H, s.N, s.N});
+  return gather_bias(mlp(coords, w1, b1, w2).second, index, s);
+}
+
+// The forward with the activations the backward needs: (bias, h, sig).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_forward_impl(
+    const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1, const at::Tensor& w2,
+    const at::Tensor& index) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  auto [h, sig] = mlp(coords, w1, b1, w2);
+  at::Tensor bias = gather_bias(sig, index, s);
+  return {bias, h, sig};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
     const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
-    const at::Tensor& w2, const at::Tensor& index) {
+    const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
   TORCH_CHECK_VALUE(grad.dim() == 3 && grad.size(0) == s.H && grad.size(1) == s.N && grad.size(2) == s.N, kCpbOp,
                     "grad must have shape (", s.H, ", ", s.N, ", ", s.N, "), got ", grad.sizes());
-  auto [h, sig] = mlp(coords, w1, b1, w2);
+  TORCH_CHECK_VALUE(h.dim() == 2 && h.size(0) == s.T && h.size(1) == s.hidden && sig.dim() == 2 &&
+                    sig.size(0) == s.T && sig.size(1) == s.H, kCpbOp, "h must have shape (", s.T, ", ", s.hidden,
+                    ") and sig (", s.T, ", ", s.H, "), got ", h.sizes(), " and ", sig.sizes());
   // d table (T, H): sum of grad over the (i, j) with index[i, j] = t. index_put_ with accumulation
   // sorts the indices (deterministic on CUDA, like autograd's indexing backward).
   at::Tensor dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
@@ -94,15 +117,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
   return {dw1, db1, dw2};
 }
 
-using FwdSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                          const at::Tensor&, const at::Tensor&);
 using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                               const at::Tensor&, const std::optional<at::Tensor>&,
+                                                              const at::Tensor&, const at::Tensor&,
                                                               const at::Tensor&, const at::Tensor&);
 
+using FwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                              const std::optional<at::Tensor>&, const at::Tensor&,
+                                                              const at::Tensor&);
+
 const c10::TypedOperatorHandle<FwdSig>& fwd_op() {
-  static const auto op =
-      c10::Dispatcher::singleton().findSchemaOrThrow("flash_window_attn::swin_cpb_bias", "").typed<FwdSig>();
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("flash_window_attn::swin_cpb_bias_forward", "")
+                             .typed<FwdSig>();
   return op;
 }
 
@@ -121,8 +148,9 @@ class CpbBiasFunction : public torch::autograd::Function<CpbBiasFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& coords, const at::Tensor& w1,
                                const std::optional<at::Tensor>& b1, const at::Tensor& w2, const at::Tensor& index) {
     at::AutoDispatchBelowADInplaceOrView below;
-    at::Tensor bias = fwd_op().call(coords, w1, b1, w2, index);
-    ctx->save_for_backward({coords, w1, b1.value_or(at::Tensor()), w2, index});
+    // through the dispatcher, so that the fake kernels serve torch.compile's symbolic shapes
+    auto [bias, h, sig] = fwd_op().call(coords, w1, b1, w2, index);
+    ctx->save_for_backward({coords, w1, b1.value_or(at::Tensor()), w2, index, h, sig});
     return {bias};
   }
 
@@ -131,7 +159,7 @@ class CpbBiasFunction : public torch::autograd::Function<CpbBiasFunction> {
     variable_list result(5);   // coords, w1, b1, w2, index
     if (!grads[0].defined()) return result;
     const std::optional<at::Tensor> b1 = sv[2].defined() ? std::optional<at::Tensor>(sv[2]) : std::nullopt;
-    auto [dw1, db1, dw2] = bwd_op().call(grads[0], sv[0], sv[1], b1, sv[3], sv[4]);
+    auto [dw1, db1, dw2] = bwd_op().call(grads[0], sv[0], sv[1], b1, sv[3], sv[4], sv[5], sv[6]);
     result[1] = dw1;
     if (b1.has_value()) result[2] = db1;
     result[3] = dw2;
@@ -148,8 +176,10 @@ at::Tensor cpb_bias_autograd(const at::Tensor& coords, const at::Tensor& w1, con
 
 TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
   m.def("swin_cpb_bias(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> Tensor");
-  m.def("swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> "
+  m.def("swin_cpb_bias_forward(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> "
         "(Tensor, Tensor, Tensor)");
+  m.def("swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index, "
+        "Tensor h, Tensor sig) -> (Tensor, Tensor, Tensor)");
 }
 
 // ATen ops only: the same implementation for CPU and CUDA (registered per device, not as
@@ -157,12 +187,14 @@ TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
 // autograd kernel above it.
 TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
   m.impl("swin_cpb_bias", &cpb_bias_impl);
+  m.impl("swin_cpb_bias_forward", &cpb_bias_forward_impl);
   m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
 }
 
 #ifndef FWA_CPU_ONLY
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
   m.impl("swin_cpb_bias", &cpb_bias_impl);
+  m.impl("swin_cpb_bias_forward", &cpb_bias_forward_impl);
   m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
 }
 #endif
