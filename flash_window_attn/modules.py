@@ -409,14 +409,14 @@ class WindowAttentionV1(nn.Module):
             )
 
     def _relative_position_bias(self) -> Tensor:
-        """(H, N, N): table[index], heads first."""
+        """(H, N, N): table[index], heads first (a permuted view: the op takes any strides)."""
         n = self.window_area
         bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)
-        return bias.permute(2, 0, 1).contiguous()
+        return bias.permute(2, 0, 1)
 
     def _get_rel_pos_bias(self) -> Tensor:
-        """timm's helper: the bias as (1, H, N, N)."""
-        return self._relative_position_bias().unsqueeze(0)
+        """timm's helper: the bias as (1, H, N, N) (contiguous, as timm returns it)."""
+        return self._relative_position_bias().contiguous().unsqueeze(0)
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """x: (num_windows*B, N, C); mask: (num_windows, N, N) or None. Returns (num_windows*B, N, C)."""
