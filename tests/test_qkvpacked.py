@@ -185,3 +185,32 @@ def test_compile_fullgraph(dynamic):
         torch.testing.assert_close(got, want)
         for a, b in zip(g, w):
             torch.testing.assert_close(a, b)
+
+
+def _autograd_node_names(t):
+    seen, stack = set(), [t.grad_fn]
+    while stack:
+        f = stack.pop()
+        if f is None or f in seen:
+            continue
+        seen.add(f)
+        stack.extend(g for g, _ in f.next_functions)
+    return {f.name() for f in seen}
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_dropin_graph_has_no_qkv_stack_or_bias_chain(version):
+    """The timm drop-ins' backward graph: the packed op (no UnbindBackward / stack of dq, dk, dv,
+    no copy back into the projection's layout) and, for V2, the one-node CPB op (no per-op chain)."""
+    from flash_window_attn.modules import WindowAttention, WindowAttentionV1
+
+    torch.manual_seed(0)
+    m = WindowAttention(64, (8, 8), 2) if version == "v2" else WindowAttentionV1(64, 2, window_size=8)
+    x = torch.randn(4, 64, 64, requires_grad=True)
+    names = _autograd_node_names(m(x, torch.zeros(2, 64, 64)))
+    assert any("QkvPackedFunction" in n for n in names), names
+    assert not any(n.startswith(("UnbindBackward", "StackBackward", "CloneBackward"))
+                   for n in names), names
+    if version == "v2":
+        assert any("CpbBiasFunction" in n for n in names), names
+        assert not any(n.startswith(("SigmoidBackward", "IndexBackward", "ReluBackward")) for n in names), names
