@@ -6,6 +6,8 @@
 #   bash scripts/main.sh [args for the benchmark or the demo]
 #   bash scripts/main.sh models [args]   the end-to-end Swin model benchmark (benchmarks/bench_models.py,
 #                                        GPU; installs timm / transformers at the tested versions)
+#   bash scripts/main.sh sliding [args]  the sliding-window attention benchmark
+#                                        (benchmarks/bench_sliding_window.py, GPU)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/_env.sh
@@ -18,6 +20,10 @@ if fwa_has_gpu; then
     shift
     fwa_ensure_test_deps
     exec "$PYTHON" benchmarks/bench_models.py "$@"
+  fi
+  if [ "${1:-}" = "sliding" ]; then
+    shift
+    exec "$PYTHON" benchmarks/bench_sliding_window.py "$@"
   fi
   exec "$PYTHON" benchmarks/bench_window_attention.py "$@"
 else
