@@ -20,7 +20,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -749,31 +749,66 @@ def check_random_problem(
     """Build random problem ``seed`` and :func:`check_problem` it. Returns (ok, report): the report
     starts with the one-line reproducer, then the description and one line per compared tensor.
     An exception from the op is a failure (its traceback ends the report), not a crash."""
+    return random_check_report(
+        f"random problem seed {seed} on {device}",
+        random_problem_repro(seed, device, max_elems=max_elems, dtypes=dtypes),
+        lambda: random_problem(seed, device, max_elems=max_elems, dtypes=dtypes),
+        lambda problem: check_problem(problem, fn),
+    )
+
+
+def random_check_report(what: str, repro: str, build: Callable, check: Callable) -> Tuple[bool, str]:
+    """``check(build())`` as (ok, report) for a seeded random problem of any op family: the report
+    is "<what>: reproduce with: <repro>  [ok|MISMATCH]", the problem's ``desc`` and one line per
+    compared tensor; an exception from the generator or the op is a failure with its traceback."""
     import traceback
 
-    repro = random_problem_repro(seed, device, max_elems=max_elems, dtypes=dtypes)
-    head = [f"random problem seed {seed} on {device}: reproduce with: {repro}"]
+    head = [f"{what}: reproduce with: {repro}"]
     try:
-        problem = random_problem(seed, device, max_elems=max_elems, dtypes=dtypes)
+        problem = build()
     except Exception:  # a generator bug: report it the same way
         return False, "\n".join(head + ["building the problem failed:", traceback.format_exc()])
     head.append("  " + ", ".join(f"{k}={v}" for k, v in problem.desc.items()))
     try:
-        ok, lines = check_problem(problem, fn)
+        ok, lines = check(problem)
     except Exception:
         return False, "\n".join(head + ["the op raised:", traceback.format_exc()])
     status = "ok" if ok else "MISMATCH"
     return ok, "\n".join([head[0] + f"  [{status}]", head[1]] + ["  " + ln for ln in lines])
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
-    import argparse
+def check_random_seeds(check: Callable, seeds: Sequence[int], device: str, what: str,
+                       quiet: bool = True) -> Tuple[List[int], Dict[int, str], str]:
+    """Run ``check(seed, device) -> (ok, report)`` over ``seeds``, printing every failing report
+    (and, unless ``quiet``, every report) as it comes. Returns (failing seeds, their reports, a
+    one-line summary "<ok> / <count> <what> ok on <device> (<seconds> s)[; failing seeds: [...]]")."""
     import time
 
-    parser = argparse.ArgumentParser(
-        prog="python -m flash_window_attn.testing",
-        description="Re-run random window-attention problems (flash_window_attn.testing.random_problem) "
-                    "against the float64 reference.")
+    failed: List[int] = []
+    reports: Dict[int, str] = {}
+    t0 = time.time()
+    for seed in seeds:
+        ok, report = check(seed, device)
+        if not ok:
+            failed.append(seed)
+            reports[seed] = report
+        if not ok or not quiet:
+            print(report, flush=True)
+        if str(device).startswith("cuda") and seed % 100 == 0:
+            # the references' float64 intermediates vary in size from seed to seed
+            torch.cuda.empty_cache()
+    n = len(seeds)
+    summary = (f"{n - len(failed)} / {n} {what} ok on {device} ({time.time() - t0:.1f} s)"
+               + (f"; failing seeds: {failed}" if failed else ""))
+    return failed, reports, summary
+
+
+def random_seeds_main(argv: Optional[Sequence[str]], prog: str, description: str, check: Callable,
+                      what: str) -> int:
+    """The command line of a random-problem module: ``--repro SEED ...`` / ``--random COUNT``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--repro", type=int, nargs="+", metavar="SEED", help="seeds to run")
     parser.add_argument("--random", type=int, metavar="COUNT",
                         help="run COUNT consecutive seeds starting at --start")
@@ -792,17 +827,18 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
 
     import flash_window_attn  # noqa: F401  (loads the ops)
 
-    failed = []
-    t0 = time.time()
-    for seed in seeds:
-        ok, report = check_random_problem(seed, args.device, max_elems=args.max_elems, dtypes=dtypes)
-        if not ok:
-            failed.append(seed)
-        if not ok or not args.quiet:
-            print(report, flush=True)
-    print(f"{len(seeds) - len(failed)} / {len(seeds)} problems ok on {args.device} "
-          f"({time.time() - t0:.1f} s)" + (f"; failing seeds: {failed}" if failed else ""))
+    failed, _, summary = check_random_seeds(
+        lambda seed, device: check(seed, device, max_elems=args.max_elems, dtypes=dtypes),
+        seeds, args.device, what, quiet=args.quiet)
+    print(summary)
     return 1 if failed else 0
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
+    return random_seeds_main(
+        argv, "python -m flash_window_attn.testing",
+        "Re-run random window-attention problems (flash_window_attn.testing.random_problem) against "
+        "the float64 reference.", check_random_problem, "problems")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,8 @@ import torch
 from torch import Tensor
 
 from .local_reference import local_attention_reference
-from .testing import ATOL, _generator, _randn, compare_to_reference, normalized_error
+from .testing import (ATOL, _generator, _randn, compare_to_reference, normalized_error, random_check_report,
+                      random_seeds_main)
 
 __all__ = [
     "LOCAL_PATTERN_KINDS",
@@ -786,63 +787,19 @@ def check_local_random_problem(
     """Build random local problem ``seed`` and :func:`check_local_problem` it. Returns (ok, report):
     the report starts with the one-line reproducer, then the description and one line per compared
     tensor. An exception from the op is a failure (its traceback ends the report), not a crash."""
-    import traceback
-
-    repro = local_random_problem_repro(seed, device, max_elems=max_elems, dtypes=dtypes)
-    head = [f"random local problem seed {seed} on {device}: reproduce with: {repro}"]
-    try:
-        problem = local_random_problem(seed, device, max_elems=max_elems, dtypes=dtypes)
-    except Exception:  # a generator bug: report it the same way
-        return False, "\n".join(head + ["building the problem failed:", traceback.format_exc()])
-    head.append("  " + ", ".join(f"{k}={v}" for k, v in problem.desc.items()))
-    try:
-        ok, lines = check_local_problem(problem, fn)
-    except Exception:
-        return False, "\n".join(head + ["the op raised:", traceback.format_exc()])
-    status = "ok" if ok else "MISMATCH"
-    return ok, "\n".join([head[0] + f"  [{status}]", head[1]] + ["  " + ln for ln in lines])
+    return random_check_report(
+        f"random local problem seed {seed} on {device}",
+        local_random_problem_repro(seed, device, max_elems=max_elems, dtypes=dtypes),
+        lambda: local_random_problem(seed, device, max_elems=max_elems, dtypes=dtypes),
+        lambda problem: check_local_problem(problem, fn),
+    )
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-    import argparse
-    import time
-
-    parser = argparse.ArgumentParser(
-        prog="python -m flash_window_attn.testing_local",
-        description="Re-run random local-attention problems (flash_window_attn.testing_local) against "
-                    "the float64 dense reference.")
-    parser.add_argument("--repro", type=int, nargs="+", metavar="SEED", help="seeds to run")
-    parser.add_argument("--random", type=int, metavar="COUNT", help="run COUNT consecutive seeds from --start")
-    parser.add_argument("--start", type=int, default=0)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--max-elems", type=int, default=None)
-    parser.add_argument("--dtypes", default=None, help="comma-separated: fp16,bf16,fp32,fp64")
-    parser.add_argument("--quiet", action="store_true", help="print failing problems only")
-    args = parser.parse_args(argv)
-    seeds: List[int] = list(args.repro or [])
-    if args.random:
-        seeds += list(range(args.start, args.start + args.random))
-    if not seeds:
-        parser.error("give --repro SEED [SEED ...] or --random COUNT")
-    dtypes = args.dtypes.split(",") if args.dtypes else None
-
-    import importlib
-
-    importlib.import_module("flash_window_attn.local")  # the ops and their autograd
-
-    failed = []
-    t0 = time.time()
-    for seed in seeds:
-        ok, report = check_local_random_problem(seed, args.device, max_elems=args.max_elems, dtypes=dtypes)
-        if not ok:
-            failed.append(seed)
-        if not ok or not args.quiet:
-            print(report, flush=True)
-        if args.device.startswith("cuda") and seed % 100 == 0:
-            torch.cuda.empty_cache()
-    print(f"{len(seeds) - len(failed)} / {len(seeds)} local problems ok on {args.device} "
-          f"({time.time() - t0:.1f} s)" + (f"; failing seeds: {failed}" if failed else ""))
-    return 1 if failed else 0
+    return random_seeds_main(
+        argv, "python -m flash_window_attn.testing_local",
+        "Re-run random local-attention problems (flash_window_attn.testing_local) against the float64 "
+        "dense reference.", check_local_random_problem, "local problems")
 
 
 if __name__ == "__main__":

@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
 import torch
 
 from flash_window_attn.local_reference import local_attention_mask
+from flash_window_attn.testing import check_random_seeds
 from flash_window_attn.testing_local import (
     LOCAL_BOUNDARY_LS,
     LOCAL_DOUT_LAYOUTS,
@@ -57,24 +57,15 @@ def test_local_random_problem_cpu(seed):
 def test_local_random_problems_cuda():
     count = int(os.environ.get("FWA_LOCAL_RANDOM_PROBLEMS", "1000"))
     start = int(os.environ.get("FWA_LOCAL_RANDOM_SEED_START", "0"))
-    failures = []
-    t0 = time.time()
-    for seed in range(start, start + count):
-        ok, report = check_local_random_problem(seed, "cuda")
-        if not ok:
-            failures.append((seed, report))
-            print(report, flush=True)
-        if seed % 100 == 0:
-            # the dense reference's (B, H, L, L) float64 intermediates vary in size from seed to seed
-            torch.cuda.empty_cache()
-    elapsed = time.time() - t0
-    print(f"random local problems on cuda: {count - len(failures)} / {count} ok in {elapsed:.0f} s")
-    if failures:
-        lines = [f"{len(failures)} of {count} random local problems failed on cuda "
+    seeds = range(start, start + count)
+    failed, reports, summary = check_random_seeds(check_local_random_problem, seeds, "cuda", "local problems")
+    print(summary)
+    if failed:
+        lines = [f"{len(failed)} of {count} random local problems failed on cuda "
                  f"(seeds {start}..{start + count - 1}); reproduce each with:"]
-        lines += [f"  {local_random_problem_repro(seed, 'cuda')}" for seed, _ in failures]
+        lines += [f"  {local_random_problem_repro(seed, 'cuda')}" for seed in failed]
         lines.append("")
-        lines += [report for _, report in failures[:20]]
+        lines += [reports[seed] for seed in failed[:20]]
         pytest.fail("\n".join(lines), pytrace=False)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -32,6 +31,7 @@ from flash_window_attn.testing import (
     RANDOM_DTYPES,
     SWIN_NS,
     check_random_problem,
+    check_random_seeds,
     random_problem,
     random_problem_repro,
     random_problem_spec,
@@ -50,24 +50,15 @@ def test_random_problem_cpu(seed):
 def test_random_problems_cuda():
     count = int(os.environ.get("FWA_RANDOM_PROBLEMS", "1000"))
     start = int(os.environ.get("FWA_RANDOM_SEED_START", "0"))
-    failures = []
-    t0 = time.time()
-    for seed in range(start, start + count):
-        ok, report = check_random_problem(seed, "cuda")
-        if not ok:
-            failures.append((seed, report))
-            print(report, flush=True)
-        if seed % 100 == 0:
-            # the reference's (B_, H, N, N) float64 intermediates vary in size from seed to seed
-            torch.cuda.empty_cache()
-    elapsed = time.time() - t0
-    print(f"random problems on cuda: {count - len(failures)} / {count} ok in {elapsed:.0f} s")
-    if failures:
-        lines = [f"{len(failures)} of {count} random problems failed on cuda "
+    seeds = range(start, start + count)
+    failed, reports, summary = check_random_seeds(check_random_problem, seeds, "cuda", "problems")
+    print(summary)
+    if failed:
+        lines = [f"{len(failed)} of {count} random problems failed on cuda "
                  f"(seeds {start}..{start + count - 1}); reproduce each with:"]
-        lines += [f"  {random_problem_repro(seed, 'cuda')}" for seed, _ in failures]
+        lines += [f"  {random_problem_repro(seed, 'cuda')}" for seed in failed]
         lines.append("")
-        lines += [report for _, report in failures[:20]]
+        lines += [reports[seed] for seed in failed[:20]]
         pytest.fail("\n".join(lines), pytrace=False)
 
 
