@@ -18,6 +18,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules import module as _nn_module  # the global-hook registries
 
 from .ops import window_attention
 
@@ -136,9 +137,8 @@ def _standard_cpb_mlp(mlp: nn.Module, coords: Tensor, num_heads: int) -> bool:
         return False
     if not (_plain_module(mlp) and _plain_module(l1) and _plain_module(act) and _plain_module(l2)):
         return False
-    from torch.nn.modules import module as _mod
-
-    if _mod._global_forward_hooks or _mod._global_forward_pre_hooks or _mod._global_backward_hooks:
+    if (_nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks
+            or _nn_module._global_backward_hooks):
         return False
     plain = (nn.Parameter, Tensor)   # not tensor subclasses (DTensor, FX proxies, ...)
     w1, w2 = l1.weight, l2.weight
