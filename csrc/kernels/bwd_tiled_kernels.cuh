@@ -11,6 +11,8 @@
 //     CTA-private global slice otherwise), written once as a partial: deterministic.
 // P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
 #pragma once
+#include <type_traits>
+
 #include "fwd_kernel.cuh"
 #include "warp_mma.cuh"
 
@@ -186,35 +188,49 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                                                           (key0 + warp * 16) >> 4, lane);
             dropout_apply(dp, keep_bits, drop.scale);
         }
-        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries.
+        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries. Instantiated per (cosine,
+        // bias+mask) pair, picked once per item (see the query-side kernel).
+        auto elementwise = [&](auto cosine_tag, auto bm_tag) {
+            constexpr bool kCos = decltype(cosine_tag)::value;
+            constexpr bool kBm = decltype(bm_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int lkey = warp * 16 + g + 8 * r;
-            const int key = key0 + lkey;
-            const float rf = alpha * kLog2e * k_inv[r];
-            const bool key_out = !has_bm && key >= N;
+            for (int r = 0; r < 2; ++r) {
+                const int lkey = warp * 16 + g + 8 * r;
+                const int key = key0 + lkey;
+                const float rf = alpha * kLog2e * k_inv[r];
+                const bool key_out = !kBm && key >= N;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;   // query within the block
-                float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
-                if (cosine) {
-                    x0 *= qinv[c];
-                    x1 *= qinv[c + 1];
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;   // query within the block
+                    float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                    const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+                    if constexpr (kCos) {
+                        x0 *= qf.x;
+                        x1 *= qf.y;
+                    }
+                    if constexpr (kBm) {
+                        x0 += bmt[c * kKvBmPitch + lkey];
+                        x1 += bmt[(c + 1) * kKvBmPitch + lkey];
+                    } else if (key_out) {
+                        x0 = x1 = -INFINITY;
+                    }
+                    const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+                    const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+                    const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+                    s[nt][2 * r] = p0;
+                    s[nt][2 * r + 1] = p1;
+                    const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
+                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
                 }
-                if (has_bm) {
-                    x0 += bmt[c * kKvBmPitch + lkey];
-                    x1 += bmt[(c + 1) * kKvBmPitch + lkey];
-                } else if (key_out) {
-                    x0 = x1 = -INFINITY;
-                }
-                const float p0 = fast_exp2(fmaf(-lse[c], kLog2e, x0));
-                const float p1 = fast_exp2(fmaf(-lse[c + 1], kLog2e, x1));
-                s[nt][2 * r] = p0;
-                s[nt][2 * r + 1] = p1;
-                const float qf0 = cosine ? qinv[c] : 1.f, qf1 = cosine ? qinv[c + 1] : 1.f;
-                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[c]) * qf0;
-                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[c + 1]) * qf1;
             }
+        };
+        if (cosine) {
+            if (has_bm) elementwise(std::true_type{}, std::true_type{});
+            else elementwise(std::true_type{}, std::false_type{});
+        } else {
+            if (has_bm) elementwise(std::false_type{}, std::true_type{});
+            else elementwise(std::false_type{}, std::false_type{});
         }
 
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
@@ -239,14 +255,21 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
 template <int kHeadDim> struct BwdQSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
     // q, dout per window (2 stages), k, v per key block (2 stages), key inverse norms (2 stages),
-    // then the dbias accumulator strip when it fits.
-    static constexpr size_t kFixedBytes = size_t(8) * kTile * 2 + 2 * kTileN * sizeof(float);
+    // row statistics per window (2 stages x lse, D, q_inv), then the dbias strip when it fits.
+    static constexpr size_t kFixedBytes =
+        size_t(8) * kTile * 2 + 2 * kTileN * sizeof(float) + size_t(2) * 3 * kTileM * sizeof(float);
     static size_t bytes(int Npad, bool strip) {
         return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
     }
 };
 
-template <typename Element, int kHeadDim, bool kDropout>
+// kStrip: the dbias partial of the CTA's rows is accumulated in a shared-memory strip (N <= 256,
+// dbias wanted), read-modify-written with plain shared loads and stores; otherwise (no dbias, or
+// N > 256) in the CTA-private global slice. A template parameter, not a runtime flag: with the
+// choice made per element at run time the compiler emitted generic (address-space agnostic)
+// loads and stores and re-materialised the per-element predicates every item (ncu, H100: ~2900
+// instructions per warp and 64-key item, 48 of them tensor-core products).
+template <typename Element, int kHeadDim, bool kDropout, bool kStrip>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     constexpr int kNT = kTileN / 8;
@@ -258,7 +281,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     Element* sK = sO + 2 * kTile;
     Element* sV = sK + 2 * kTile;
     float* sKinv = reinterpret_cast<float*>(sV + 2 * kTile);
-    float* sAcc = sKinv + 2 * kTileN;
+    float* sStat = sKinv + 2 * kTileN;   // [2 windows][3][64]: lse, D, q_inv of the CTA's rows
+    float* sAcc = sStat + 2 * 3 * kTileM;
     const int acc_pitch = p.Npad + 8;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -280,8 +304,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     const int n_items = (t_end - t_begin) * n_key_tiles;
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = p.bm != nullptr;
-    const bool want_dbias = p.dbias_partial != nullptr;
-    const bool strip = want_dbias && p.Npad <= kBmStripMaxNpad;
+    const bool want_dbias = p.dbias_partial != nullptr;   // always true with kStrip
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
     DropoutState drop{};
@@ -295,13 +318,28 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     auto base = [&](const TensorRef& t, int64_t b) {
         return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
     };
+    // (window, key tile) cursors of the next item to load and of the item being computed,
+    // advanced in order (no integer division per item)
+    int load_ti = 0, load_j = 0;
     auto issue_loads = [&](int item) {
-        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
+        const int ti = load_ti, j = load_j;
+        if (++load_j == n_key_tiles) { load_j = 0; ++load_ti; }
         const int64_t b = window_of(ti);
         const int st = item & 1;
         if (j == 0) {
             load_tile_async<Element, kHeadDim>(sQ + (ti & 1) * kTile, base(p.q, b), p.q.row_stride, row0, N, d, tid);
             load_tile_async<Element, kHeadDim>(sO + (ti & 1) * kTile, base(p.dout, b), p.dout.row_stride, row0, N, d, tid);
+            // the window's row statistics, staged like its q tile (read at its first item: a
+            // direct global load there stalled every warp for a memory latency per window)
+            if (tid < kTileM) {
+                const int i = row0 + tid;
+                const int ok = i < N ? 4 : 0;
+                const int64_t src = (b * p.H + h) * N + (i < N ? i : 0);
+                float* dst = sStat + (ti & 1) * 3 * kTileM;
+                cp_async_4(smem_u32(dst + tid), p.lse + src, ok);
+                cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
+                if (cosine) cp_async_4(smem_u32(dst + 2 * kTileM + tid), p.q_inv_norm + src, ok);
+            }
         }
         load_tile_async<Element, kHeadDim>(sK + st * kTile, base(p.k, b), p.k.row_stride, j * kTileN, N, d, tid);
         load_tile_async<Element, kHeadDim>(sV + st * kTile, base(p.v, b), p.v.row_stride, j * kTileN, N, d, tid);
@@ -312,7 +350,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
     };
 
-    if (strip)
+    if constexpr (kStrip)
         for (int c = tid; c < kTileM * acc_pitch; c += kNumThreads) sAcc[c] = 0.f;
     issue_loads(0);
     cp_async_commit();
@@ -341,13 +379,13 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     };
     if (has_bm && kPrefetchBm) load_bm_regs(0);
 
+    int ti = 0, j = 0;
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
         __syncthreads();
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
 
-        const int ti = item / n_key_tiles, j = item - ti * n_key_tiles;
         const int st = item & 1;
         const int64_t b = window_of(ti);
         const Element* tQ = sQ + (ti & 1) * kTile;
@@ -355,17 +393,17 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         const Element* tK = sK + st * kTile;
         const Element* tV = sV + st * kTile;
         const float* kinv = sKinv + st * kTileN;
-        const int64_t row_base = (b * p.H + h) * N;
 
         if (j == 0) {
             zero_acc(dq);
+            const float* stat = sStat + (ti & 1) * 3 * kTileM;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                const int row = row0 + warp * 16 + g + 8 * r;
-                const bool ok = row < N;
-                lse2[r] = ok ? p.lse[row_base + row] * kLog2e : INFINITY;
-                dsum[r] = ok ? p.dsum[row_base + row] : 0.f;
-                q_inv[r] = (cosine && ok) ? p.q_inv_norm[row_base + row] : 1.f;
+                const int lrow = warp * 16 + g + 8 * r;
+                const bool ok = row0 + lrow < N;
+                lse2[r] = ok ? stat[lrow] * kLog2e : INFINITY;
+                dsum[r] = ok ? stat[kTileM + lrow] : 0.f;
+                q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow] : 1.f;
                 pdc[r][0] = pc[r][0] = pdp[r][0] = pdc[r][1] = pc[r][1] = pdp[r][1] = 0.f;
             }
         }
@@ -383,52 +421,88 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
                           drop.scale);
         if (has_bm && !kPrefetchBm) load_bm_regs(j);
+        // P, dS, the dbias partial and the dalpha sums. The body
+        // is instantiated per (cosine, bias+mask) pair and picked once per item: with the two flags
+        // tested per element the compiler kept a branch per element pair in the loop.
+        auto elementwise = [&](auto cosine_tag, auto bm_tag) {
+            constexpr bool kCos = decltype(cosine_tag)::value;
+            constexpr bool kBm = decltype(bm_tag)::value;
+            [[maybe_unused]] float* sAcc_row[2];   // kStrip only
+            if constexpr (kStrip) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int lrow = warp * 16 + g + 8 * r;
+                for (int r = 0; r < 2; ++r) sAcc_row[r] = sAcc + (warp * 16 + g + 8 * r) * acc_pitch + key0;
+            }
+            // key inverse norms of the tile, read before the strip's shared-memory stores (which
+            // the compiler must assume alias them)
+            float2 kf[kCos ? kNT : 1];
+            if constexpr (kCos) {
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt) kf[nt] = *reinterpret_cast<const float2*>(kinv + nt * 8 + 2 * t4);
+            }
             const float al = alpha * kLog2e;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;
-                float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
-                if (cosine) {
-                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
-                    c0 *= q_inv[r] * kf.x;
-                    c1 *= q_inv[r] * kf.y;
-                }
-                float x0 = c0 * al, x1 = c1 * al;
-                if (has_bm) {
-                    x0 += bmr[r][nt].x;
-                    x1 += bmr[r][nt].y;
-                } else {
-                    if (key0 + c >= N) x0 = -INFINITY;
-                    if (key0 + c + 1 >= N) x1 = -INFINITY;
-                }
-                const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
-                const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
-                const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                if (cosine) {   // two chains per sum (even / odd column): latency bound otherwise
-                    pdc[r][nt & 1] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r][nt & 1]));
-                    pc[r][nt & 1] = fmaf(p0, c0, fmaf(p1, c1, pc[r][nt & 1]));
-                    pdp[r][nt & 1] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r][nt & 1]));
-                }
-                dp[nt][2 * r] = g0;
-                dp[nt][2 * r + 1] = g1;
-                if (want_dbias) {
-                    float2* acc = strip ? reinterpret_cast<float2*>(sAcc + lrow * acc_pitch + key0 + c)
-                                        : reinterpret_cast<float2*>(gAcc + int64_t(lrow) * p.Npad + key0 + c);
-                    float2 v = ti == 0 && !strip ? make_float2(0.f, 0.f) : *acc;
-                    v.x += g0;
-                    v.y += g1;
-                    *acc = v;
+            for (int r = 0; r < 2; ++r) {
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;
+                    float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
+                    if constexpr (kCos) {
+                        c0 *= q_inv[r] * kf[nt].x;
+                        c1 *= q_inv[r] * kf[nt].y;
+                    }
+                    float x0 = c0 * al, x1 = c1 * al;
+                    if constexpr (kBm) {
+                        x0 += bmr[r][nt].x;
+                        x1 += bmr[r][nt].y;
+                    } else {
+                        if (key0 + c >= N) x0 = -INFINITY;
+                        if (key0 + c + 1 >= N) x1 = -INFINITY;
+                    }
+                    const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
+                    const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
+                    const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                    if constexpr (kCos) {   // two chains per sum (even / odd column): latency bound otherwise
+                        pdc[r][nt & 1] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r][nt & 1]));
+                        pc[r][nt & 1] = fmaf(p0, c0, fmaf(p1, c1, pc[r][nt & 1]));
+                        pdp[r][nt & 1] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r][nt & 1]));
+                    }
+                    // the dq product takes dS diag(1/||k||) (V2), dS (V1)
+                    if constexpr (kCos) {
+                        dp[nt][2 * r] = g0 * kf[nt].x;
+                        dp[nt][2 * r + 1] = g1 * kf[nt].y;
+                    } else {
+                        dp[nt][2 * r] = g0;
+                        dp[nt][2 * r + 1] = g1;
+                    }
+                    if constexpr (kStrip) {
+                        float2* acc = reinterpret_cast<float2*>(sAcc_row[r] + c);
+                        float2 v = *acc;
+                        v.x += g0;
+                        v.y += g1;
+                        *acc = v;
+                    } else if (want_dbias) {
+                        const int lrow = warp * 16 + g + 8 * r;
+                        float2* acc = reinterpret_cast<float2*>(gAcc + int64_t(lrow) * p.Npad + key0 + c);
+                        float2 v = ti == 0 ? make_float2(0.f, 0.f) : *acc;
+                        v.x += g0;
+                        v.y += g1;
+                        *acc = v;
+                    }
                 }
             }
+        };
+        if (cosine) {
+            if (has_bm) elementwise(std::true_type{}, std::true_type{});
+            else elementwise(std::true_type{}, std::false_type{});
+        } else {
+            if (has_bm) elementwise(std::false_type{}, std::true_type{});
+            else elementwise(std::false_type{}, std::false_type{});
         }
 
         if (has_bm && kPrefetchBm && item + 1 < n_items) load_bm_regs(j + 1 == n_key_tiles ? 0 : j + 1);
 
-        // dq' += (dS diag(1/||k||)) k
-        warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
+        // dq' += (dS diag(1/||k||)) k, the key factors already applied to dp above
+        warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
 
         if (j == n_key_tiles - 1) {
             if (cosine) {
@@ -447,9 +521,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
                 p.dq.row_stride, row0 + warp * 16, N, d, lane);
         }
+        if (++j == n_key_tiles) { j = 0; ++ti; }
     }
 
-    if (strip) {
+    if constexpr (kStrip) {
         __syncthreads();
         for (int c = tid; c < kTileM * (p.Npad / 4); c += kNumThreads) {
             const int r = c / (p.Npad / 4), cc = (c - r * (p.Npad / 4)) * 4;
@@ -477,8 +552,9 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad;
     const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
     int q_ctas = 0;
-    if ((err = prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout>>(q_smem, kNumThreads, &q_ctas)) != cudaSuccess)
-        return err;
+    err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true>>(q_smem, kNumThreads, &q_ctas)
+                : prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false>>(q_smem, kNumThreads, &q_ctas);
+    if (err != cudaSuccess) return err;
     if (ctas_per_sm != nullptr) {   // planning only
         *ctas_per_sm = q_ctas;
         return cudaSuccess;
@@ -501,7 +577,10 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
-    window_attn_bwd_q_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    if (strip)
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    else
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
     return cudaGetLastError();
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
 #include "dropout.cuh"
 #include "launch_utils.h"
@@ -204,8 +205,13 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
         }
         if (cosine) __syncthreads();   // key norms of this tile
 
-        // Logits (log2 units) and the online softmax.
+        // Logits (log2 units) and the online softmax. Instantiated per (cosine, bias+mask) pair and
+        // picked once per item: with the two flags tested per element the compiler kept a branch
+        // per element pair in this loop.
         const int key0 = j * kTileN;
+        auto softmax_tile = [&](auto cosine_tag, auto bm_tag) {
+        constexpr bool kCos = decltype(cosine_tag)::value;
+        constexpr bool kBm = decltype(bm_tag)::value;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = row0 + warp * 16 + g + 8 * r;
@@ -218,12 +224,12 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                 const int c = nt * 8 + 2 * t4;
                 float x0 = s[nt][2 * r] * row_factor[r];
                 float x1 = s[nt][2 * r + 1] * row_factor[r];
-                if (cosine) {
+                if constexpr (kCos) {
                     const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
                     x0 *= kf.x;
                     x1 *= kf.y;
                 }
-                if (has_bm) {
+                if constexpr (kBm) {
                     const float2 bb = *reinterpret_cast<const float2*>(bm_row + c);
                     x0 += bb.x;
                     x1 += bb.y;
@@ -257,6 +263,14 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                 o_acc[i][2 * r] *= corr;
                 o_acc[i][2 * r + 1] *= corr;
             }
+        }
+        };
+        if (cosine) {
+            if (has_bm) softmax_tile(std::true_type{}, std::true_type{});
+            else softmax_tile(std::true_type{}, std::false_type{});
+        } else {
+            if (has_bm) softmax_tile(std::false_type{}, std::true_type{});
+            else softmax_tile(std::false_type{}, std::false_type{});
         }
 
         // Attention dropout: O accumulates (P o Z) v; the row sums above are of P itself.
