@@ -210,60 +210,60 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
         // per element pair in this loop.
         const int key0 = j * kTileN;
         auto softmax_tile = [&](auto cosine_tag, auto bm_tag) {
-        constexpr bool kCos = decltype(cosine_tag)::value;
-        constexpr bool kBm = decltype(bm_tag)::value;
+            constexpr bool kCos = decltype(cosine_tag)::value;
+            constexpr bool kBm = decltype(bm_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int row = row0 + warp * 16 + g + 8 * r;
-            const float* bm_row = bm_mode == kBmStrip ? sBm + (row - row0) * bm_pitch + key0
-                                                      : bm_tile + (row - row0) * kBmTilePitch;
-            // Two independent max / sum chains per row (latency, not throughput, limits here).
-            float mx_even = -INFINITY, mx_odd = -INFINITY;
+            for (int r = 0; r < 2; ++r) {
+                const int row = row0 + warp * 16 + g + 8 * r;
+                const float* bm_row = bm_mode == kBmStrip ? sBm + (row - row0) * bm_pitch + key0
+                                                          : bm_tile + (row - row0) * kBmTilePitch;
+                // Two independent max / sum chains per row (latency, not throughput, limits here).
+                float mx_even = -INFINITY, mx_odd = -INFINITY;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;
-                float x0 = s[nt][2 * r] * row_factor[r];
-                float x1 = s[nt][2 * r + 1] * row_factor[r];
-                if constexpr (kCos) {
-                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
-                    x0 *= kf.x;
-                    x1 *= kf.y;
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;
+                    float x0 = s[nt][2 * r] * row_factor[r];
+                    float x1 = s[nt][2 * r + 1] * row_factor[r];
+                    if constexpr (kCos) {
+                        const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                        x0 *= kf.x;
+                        x1 *= kf.y;
+                    }
+                    if constexpr (kBm) {
+                        const float2 bb = *reinterpret_cast<const float2*>(bm_row + c);
+                        x0 += bb.x;
+                        x1 += bb.y;
+                    } else {
+                        if (key0 + c >= N) x0 = -INFINITY;
+                        if (key0 + c + 1 >= N) x1 = -INFINITY;
+                    }
+                    s[nt][2 * r] = x0;
+                    s[nt][2 * r + 1] = x1;
+                    if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+                    else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
                 }
-                if constexpr (kBm) {
-                    const float2 bb = *reinterpret_cast<const float2*>(bm_row + c);
-                    x0 += bb.x;
-                    x1 += bb.y;
-                } else {
-                    if (key0 + c >= N) x0 = -INFINITY;
-                    if (key0 + c + 1 >= N) x1 = -INFINITY;
+                const float mx = quad_max(fmaxf(mx_even, mx_odd));
+                const float m_new = fmaxf(row_max[r], mx);
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                const float corr = fast_exp2(row_max[r] - m_use);
+                row_max[r] = m_new;
+                float sum_even = 0.f, sum_odd = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const float e0 = fast_exp2(s[nt][2 * r] - m_use);
+                    const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+                    s[nt][2 * r] = e0;
+                    s[nt][2 * r + 1] = e1;
+                    if (nt % 2 == 0) sum_even += e0 + e1;
+                    else sum_odd += e0 + e1;
                 }
-                s[nt][2 * r] = x0;
-                s[nt][2 * r + 1] = x1;
-                if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
-                else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
-            }
-            const float mx = quad_max(fmaxf(mx_even, mx_odd));
-            const float m_new = fmaxf(row_max[r], mx);
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;
-            const float corr = fast_exp2(row_max[r] - m_use);
-            row_max[r] = m_new;
-            float sum_even = 0.f, sum_odd = 0.f;
+                row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const float e0 = fast_exp2(s[nt][2 * r] - m_use);
-                const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
-                s[nt][2 * r] = e0;
-                s[nt][2 * r + 1] = e1;
-                if (nt % 2 == 0) sum_even += e0 + e1;
-                else sum_odd += e0 + e1;
+                for (int i = 0; i < kDT; ++i) {
+                    o_acc[i][2 * r] *= corr;
+                    o_acc[i][2 * r + 1] *= corr;
+                }
             }
-            row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
-#pragma unroll
-            for (int i = 0; i < kDT; ++i) {
-                o_acc[i][2 * r] *= corr;
-                o_acc[i][2 * r + 1] *= corr;
-            }
-        }
         };
         if (cosine) {
             if (has_bm) softmax_tile(std::true_type{}, std::true_type{});
