@@ -549,7 +549,10 @@ template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
                                   bool assume_strip) {
     cudaError_t err;
-    const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad;
+    // The dbias strip where it fits the device's shared memory (at d > 64 with N > 128 it does not on
+    // sm_80's 163 KB: the CTA-private global slice is used there).
+    const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad &&
+                       BwdQSmem<kHeadDim>::bytes(p.Npad, true) <= max_smem_per_block();
     const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
     int q_ctas = 0;
     err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true>>(q_smem, kNumThreads, &q_ctas)
