@@ -386,6 +386,37 @@ def test_cuda_many_windows_per_cta(dtype, N, d):
 
 
 @pytest.mark.cuda
+def test_cuda_tiled_backward_for_small_windows_in_subprocess():
+    """N <= 64 runs the tiled backward where the one-CTA-per-window kernel's shared memory does not
+    fit (d > 64 on sm_80). FWA_BWD_FORCE_TILED=1 selects that path on any GPU: every gradient must
+    pass the float64 check there too (child process: the variable is read once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from flash_window_attn.testing import make_problem, check_problem\n"
+        "cases = [(64, 2, 49, 32, torch.float16, 'v2', 'shift'), (32, 3, 64, 64, torch.bfloat16, 'v2', 'shift'),\n"
+        "         (16, 2, 49, 128, torch.float16, 'v1', 'shift'), (16, 2, 1, 32, torch.bfloat16, 'v2', None),\n"
+        "         (8, 2, 17, 96, torch.bfloat16, 'v1', None), (32, 2, 64, 128, torch.float16, 'v2', 'dead')]\n"
+        "bad = []\n"
+        "for i, (B_, H, N, d, dt, ver, mask) in enumerate(cases):\n"
+        "    pr = make_problem(B_, H, N, d, dtype=dt, device='cuda', version=ver, bias='hnn', mask=mask,\n"
+        "                      nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous', seed=300 + i)\n"
+        "    ok, lines = check_problem(pr)\n"
+        "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
+        "assert not bad, '\\n'.join(bad)\n"
+        "print('ok', len(cases))\n"
+    )
+    env = dict(os.environ, FWA_BWD_FORCE_TILED="1")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0 and "ok" in res.stdout, (
+        f"tiled backward at N <= 64: exit code {res.returncode}\nstdout:\n{res.stdout}\n"
+        f"stderr:\n{res.stderr[-4000:]}")
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("H", [1, 2])
 def test_cuda_many_windows(dtype, H):

@@ -3,7 +3,9 @@
 // of the per-CTA dbias / dalpha partials (which is what keeps the backward deterministic).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
+#include "bwd_small_kernel.cuh"   // BwdSmallSmem: the small-path backward's shared memory
 #include "kernel_utils.cuh"
 #include "launch_utils.h"
 #include "window_attn.h"
@@ -12,7 +14,30 @@ namespace fwa {
 
 int window_attn_head_dim_bucket(int d) { return d <= 32 ? 32 : (d <= 64 ? 64 : 128); }
 
-bool window_attn_bwd_uses_small_path(const FwdParams& p) { return p.N <= kTileN; }
+namespace {
+// FWA_BWD_FORCE_TILED=1 (testing): the tiled backward for every N, so that its use at N <= 64 (the
+// fallback below) can be tested on a GPU where the small path fits.
+bool force_tiled_bwd() {
+    static const bool force = [] {
+        const char* e = std::getenv("FWA_BWD_FORCE_TILED");
+        return e != nullptr && e[0] == '1';
+    }();
+    return force;
+}
+size_t bwd_small_smem_bytes(int d) {
+    switch (window_attn_head_dim_bucket(d)) {
+        case 32: return BwdSmallSmem<32>::kBytes;
+        case 64: return BwdSmallSmem<64>::kBytes;
+        default: return BwdSmallSmem<128>::kBytes;
+    }
+}
+}  // namespace
+
+// The one-CTA-per-window backward for N <= 64 where its shared memory fits the device (at d > 64 it
+// needs 173 KB: more than sm_80's 163 KB), the tiled one otherwise.
+bool window_attn_bwd_uses_small_path(const FwdParams& p) {
+    return p.N <= kTileN && !force_tiled_bwd() && bwd_small_smem_bytes(p.d) <= max_smem_per_block();
+}
 
 void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
     p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
