@@ -13,14 +13,20 @@
 
 from __future__ import annotations
 
-import gc
-import threading
-
 import pytest
 import torch
 
 from flash_window_attn import window_attention
 from flash_window_attn.testing import check_problem, make_problem, poison_cuda_allocator, run_ours
+
+from _lifecycle_helpers import (
+    assert_no_inference_memory_growth,
+    assert_no_memory_growth,
+    assert_same as _assert_same,
+    assert_streams_equal_serial,
+    assert_streams_same_inputs,
+    assert_threads_equal_serial,
+)
 
 pytestmark = pytest.mark.cuda
 
@@ -43,98 +49,30 @@ def _problem(case, seed, device="cuda"):
     return make_problem(B_, H, N, d, dtype=FP[dt], device=device, seed=seed, **kw)
 
 
-def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return torch.equal(a.detach().contiguous().view(torch.uint8), b.detach().contiguous().view(torch.uint8))
-
-
-def _assert_same(expected, got, what):
-    assert set(expected) == set(got), (what, set(expected), set(got))
-    for name in expected:
-        e, g = expected[name], got[name].to(expected[name].device)
-        assert _bitwise_equal(e, g), (
-            f"{what}: {name} differs (max abs diff {(e.double() - g.double()).abs().max().item():.3e})")
-
-
 # ------------------------------------------------------------------------------------------------
 # Streams and threads
 # ------------------------------------------------------------------------------------------------
 
 
+def _run(problem):
+    return run_ours(problem, window_attention)
+
+
 def test_streams_concurrent_equal_serial():
     """One stream per problem (six different problems at once, forward and backward), three rounds:
     every result is bitwise the serial one."""
-    problems = [_problem(c, seed=10 + i) for i, c in enumerate(CASES)]
-    serial = [run_ours(p, window_attention) for p in problems]
-    torch.cuda.synchronize()
-    streams = [torch.cuda.Stream() for _ in problems]
-    for rnd in range(3):
-        cur = torch.cuda.current_stream()
-        for s in streams:
-            s.wait_stream(cur)
-        results = [None] * len(problems)
-        for i, (p, s) in enumerate(zip(problems, streams)):
-            with torch.cuda.stream(s):
-                results[i] = run_ours(p, window_attention)  # backward runs on s too
-        for s in streams:
-            cur.wait_stream(s)
-        torch.cuda.synchronize()
-        for i, (e, g) in enumerate(zip(serial, results)):
-            _assert_same(e, g, f"round {rnd}, {CASE_IDS[i]}")
+    assert_streams_equal_serial(_run, [_problem(c, seed=10 + i) for i, c in enumerate(CASES)], CASE_IDS)
 
 
 def test_streams_same_inputs_concurrent():
     """Four streams reading the same inputs at once (the kernels only read q, k, v, bias, mask)."""
-    problem = _problem(CASES[0], seed=20)
-    expected = run_ours(problem, window_attention)
-    torch.cuda.synchronize()
-    streams = [torch.cuda.Stream() for _ in range(4)]
-    cur = torch.cuda.current_stream()
-    for s in streams:
-        s.wait_stream(cur)
-    results = []
-    for _ in range(2):
-        for s in streams:
-            with torch.cuda.stream(s):
-                results.append(run_ours(problem, window_attention))
-    for s in streams:
-        cur.wait_stream(s)
-    torch.cuda.synchronize()
-    for i, r in enumerate(results):
-        _assert_same(expected, r, f"stream run {i}")
+    assert_streams_same_inputs(_run, _problem(CASES[0], seed=20))
 
 
 def test_threads_with_own_streams():
     """Four host threads, each with its own stream and problem, 10 forward + backward each: the op's
     host side (plans, cached kernel attributes) is thread safe and the results are the serial ones."""
-    problems = [_problem(c, seed=30 + i) for i, c in enumerate(CASES[:4])]
-    serial = [run_ours(p, window_attention) for p in problems]
-    torch.cuda.synchronize()
-    errors = []
-    barrier = threading.Barrier(len(problems))
-
-    def worker(i):
-        try:
-            torch.cuda.set_device(0)
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.default_stream())
-            barrier.wait()
-            with torch.cuda.stream(s):
-                for it in range(10):
-                    r = run_ours(problems[i], window_attention)
-                    s.synchronize()
-                    _assert_same(serial[i], r, f"thread {i} iteration {it}")
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(f"thread {i}: {type(e).__name__}: {e}")
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(problems))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not any(t.is_alive() for t in threads), "a worker thread hung"
-    assert not errors, "\n".join(errors)
+    assert_threads_equal_serial(_run, [_problem(c, seed=30 + i) for i, c in enumerate(CASES[:4])])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -205,17 +143,6 @@ def test_cuda_graph_capture_and_replay(case):
 # ------------------------------------------------------------------------------------------------
 
 
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return -1
-
-
 @pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3]], ids=[CASE_IDS[0], CASE_IDS[1], CASE_IDS[3]])
 def test_repeated_calls_no_memory_growth(case):
     """10**4 forward + backward calls: memory_allocated returns to its starting value, the peak after
@@ -229,54 +156,12 @@ def test_repeated_calls_no_memory_growth(case):
         grads = torch.autograd.grad(out, inputs, problem.dout)
         del out, grads
 
-    for _ in range(20):
-        step()
-    torch.cuda.synchronize()
-    gc.collect()
-    base = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    for _ in range(100):
-        step()
-    torch.cuda.synchronize()
-    peak_100 = torch.cuda.max_memory_allocated()
-    reserved_100 = torch.cuda.memory_reserved()
-    rss_100 = _rss_bytes()
-    for i in range(10 ** 4 - 100):
-        step()
-        if i % 1000 == 0:
-            torch.cuda.synchronize()  # keep the host from queueing thousands of launches
-    torch.cuda.synchronize()
-    gc.collect()
-    after = torch.cuda.memory_allocated()
-    peak = torch.cuda.max_memory_allocated()
-    reserved = torch.cuda.memory_reserved()
-    rss = _rss_bytes()
-    report = (f"allocated {base} -> {after}, peak after 100 calls {peak_100}, after 10**4 {peak}, "
-              f"reserved {reserved_100} -> {reserved}, rss {rss_100} -> {rss}")
-    assert after == base, report
-    assert peak == peak_100, report
-    assert reserved <= reserved_100, report
-    if rss_100 > 0 and rss > 0:
-        assert rss - rss_100 < (64 << 20), report
+    assert_no_memory_growth(step)
 
 
 def test_repeated_inference_calls_no_memory_growth():
     problem = _problem(CASES[2], seed=51)
-    with torch.no_grad():
-        for _ in range(20):
-            window_attention(*problem.args(), **problem.kwargs())
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        for i in range(10 ** 4):
-            out = window_attention(*problem.args(), **problem.kwargs())
-            del out
-            if i == 99:
-                torch.cuda.synchronize()
-                peak_100 = torch.cuda.max_memory_allocated()
-        torch.cuda.synchronize()
-    assert torch.cuda.memory_allocated() == base
-    assert torch.cuda.max_memory_allocated() == peak_100
+    assert_no_inference_memory_growth(lambda: window_attention(*problem.args(), **problem.kwargs()))
 
 
 # ------------------------------------------------------------------------------------------------
