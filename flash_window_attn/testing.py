@@ -694,11 +694,20 @@ def random_problem_repro(
     dtypes: Optional[Sequence[str]] = None,
 ) -> str:
     """The one-line shell command that re-runs (and re-checks) random problem ``seed``."""
+    return repro_command("flash_window_attn.testing", seed, device, max_elems, dtypes,
+                         RANDOM_MAX_ELEMS, RANDOM_DTYPES)
+
+
+def repro_command(module: str, seed: int, device: str | torch.device, max_elems: Optional[int],
+                  dtypes: Optional[Sequence[str]], default_max_elems: Dict[str, int],
+                  default_dtypes: Dict[str, Tuple[str, ...]]) -> str:
+    """``python -m <module> --repro SEED --device DEV``, plus --max-elems / --dtypes where they
+    differ from the device type's defaults (the random suites' shared reproducer line)."""
     dev_type = _device_type(device)
-    cmd = f"python -m flash_window_attn.testing --repro {seed} --device {device}"
-    if max_elems is not None and max_elems != RANDOM_MAX_ELEMS.get(dev_type):
+    cmd = f"python -m {module} --repro {seed} --device {device}"
+    if max_elems is not None and max_elems != default_max_elems.get(dev_type):
         cmd += f" --max-elems {max_elems}"
-    if dtypes and tuple(dtypes) != RANDOM_DTYPES.get(dev_type):
+    if dtypes and tuple(dtypes) != default_dtypes.get(dev_type):
         cmd += f" --dtypes {','.join(dtypes)}"
     return cmd
 
@@ -801,6 +810,27 @@ def check_random_seeds(check: Callable, seeds: Sequence[int], device: str, what:
     summary = (f"{n - len(failed)} / {n} {what} ok on {device} ({time.time() - t0:.1f} s)"
                + (f"; failing seeds: {failed}" if failed else ""))
     return failed, reports, summary
+
+
+def random_suite_on_gpu(check: Callable, repro: Callable[[int, str], str], count_env: str, start_env: str,
+                        what: str) -> Tuple[str, Optional[str]]:
+    """The GPU run of a random suite: ``$count_env`` seeds (default 1000) from ``$start_env``
+    (default 0) through ``check`` on cuda. Returns (the summary line, None) or (the summary line,
+    the failure message: how many failed, a reproducer command per failing seed, the first 20
+    reports)."""
+    import os
+
+    count = int(os.environ.get(count_env, "1000"))
+    start = int(os.environ.get(start_env, "0"))
+    failed, reports, summary = check_random_seeds(check, range(start, start + count), "cuda", what)
+    if not failed:
+        return summary, None
+    lines = [f"{len(failed)} of {count} random {what} failed on cuda "
+             f"(seeds {start}..{start + count - 1}); reproduce each with:"]
+    lines += [f"  {repro(seed, 'cuda')}" for seed in failed]
+    lines.append("")
+    lines += [reports[seed] for seed in failed[:20]]
+    return summary, "\n".join(lines)
 
 
 def random_seeds_main(argv: Optional[Sequence[str]], prog: str, description: str, check: Callable,

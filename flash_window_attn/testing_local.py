@@ -59,7 +59,7 @@ from torch import Tensor
 
 from .local_reference import local_attention_reference
 from .testing import (ATOL, _generator, _randn, compare_to_reference, normalized_error, random_check_report,
-                      random_seeds_main)
+                      random_seeds_main, repro_command)
 
 __all__ = [
     "LOCAL_PATTERN_KINDS",
@@ -535,13 +535,8 @@ def local_random_problem_repro(
     dtypes: Optional[Sequence[str]] = None,
 ) -> str:
     """The one-line shell command that re-runs (and re-checks) random local problem ``seed``."""
-    dev_type = _device_type(device)
-    cmd = f"python -m flash_window_attn.testing_local --repro {seed} --device {device}"
-    if max_elems is not None and max_elems != LOCAL_RANDOM_MAX_ELEMS.get(dev_type):
-        cmd += f" --max-elems {max_elems}"
-    if dtypes and tuple(dtypes) != LOCAL_RANDOM_DTYPES.get(dev_type):
-        cmd += f" --dtypes {','.join(dtypes)}"
-    return cmd
+    return repro_command("flash_window_attn.testing_local", seed, device, max_elems, dtypes,
+                         LOCAL_RANDOM_MAX_ELEMS, LOCAL_RANDOM_DTYPES)
 
 
 # =================================================================================================

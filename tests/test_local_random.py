@@ -29,7 +29,7 @@ import pytest
 import torch
 
 from flash_window_attn.local_reference import local_attention_mask
-from flash_window_attn.testing import check_random_seeds
+from flash_window_attn.testing import random_suite_on_gpu
 from flash_window_attn.testing_local import (
     LOCAL_BOUNDARY_LS,
     LOCAL_DOUT_LAYOUTS,
@@ -55,18 +55,12 @@ def test_local_random_problem_cpu(seed):
 
 @pytest.mark.cuda
 def test_local_random_problems_cuda():
-    count = int(os.environ.get("FWA_LOCAL_RANDOM_PROBLEMS", "1000"))
-    start = int(os.environ.get("FWA_LOCAL_RANDOM_SEED_START", "0"))
-    seeds = range(start, start + count)
-    failed, reports, summary = check_random_seeds(check_local_random_problem, seeds, "cuda", "local problems")
+    summary, failure = random_suite_on_gpu(check_local_random_problem, local_random_problem_repro,
+                                           "FWA_LOCAL_RANDOM_PROBLEMS", "FWA_LOCAL_RANDOM_SEED_START",
+                                           "local problems")
     print(summary)
-    if failed:
-        lines = [f"{len(failed)} of {count} random local problems failed on cuda "
-                 f"(seeds {start}..{start + count - 1}); reproduce each with:"]
-        lines += [f"  {local_random_problem_repro(seed, 'cuda')}" for seed in failed]
-        lines.append("")
-        lines += [reports[seed] for seed in failed[:20]]
-        pytest.fail("\n".join(lines), pytrace=False)
+    if failure:
+        pytest.fail(failure, pytrace=False)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -31,10 +31,10 @@ from flash_window_attn.testing import (
     RANDOM_DTYPES,
     SWIN_NS,
     check_random_problem,
-    check_random_seeds,
     random_problem,
     random_problem_repro,
     random_problem_spec,
+    random_suite_on_gpu,
 )
 
 CPU_SEEDS = range(60)
@@ -48,18 +48,11 @@ def test_random_problem_cpu(seed):
 
 @pytest.mark.cuda
 def test_random_problems_cuda():
-    count = int(os.environ.get("FWA_RANDOM_PROBLEMS", "1000"))
-    start = int(os.environ.get("FWA_RANDOM_SEED_START", "0"))
-    seeds = range(start, start + count)
-    failed, reports, summary = check_random_seeds(check_random_problem, seeds, "cuda", "problems")
+    summary, failure = random_suite_on_gpu(check_random_problem, random_problem_repro, "FWA_RANDOM_PROBLEMS",
+                                           "FWA_RANDOM_SEED_START", "problems")
     print(summary)
-    if failed:
-        lines = [f"{len(failed)} of {count} random problems failed on cuda "
-                 f"(seeds {start}..{start + count - 1}); reproduce each with:"]
-        lines += [f"  {random_problem_repro(seed, 'cuda')}" for seed in failed]
-        lines.append("")
-        lines += [reports[seed] for seed in failed[:20]]
-        pytest.fail("\n".join(lines), pytrace=False)
+    if failure:
+        pytest.fail(failure, pytrace=False)
 
 
 # ------------------------------------------------------------------------------------------------
