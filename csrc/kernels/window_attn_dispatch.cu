@@ -14,6 +14,15 @@ namespace fwa {
 
 int window_attn_head_dim_bucket(int d) { return d <= 32 ? 32 : (d <= 64 ? 64 : 128); }
 
+#define FWA_HEADDIM_SWITCH(D, ...)                                  \
+    [&] {                                                           \
+        switch (window_attn_head_dim_bucket(D)) {                   \
+            case 32: { constexpr int kHeadDim = 32; return __VA_ARGS__(); } \
+            case 64: { constexpr int kHeadDim = 64; return __VA_ARGS__(); } \
+            default: { constexpr int kHeadDim = 128; return __VA_ARGS__(); } \
+        }                                                           \
+    }()
+
 namespace {
 // FWA_BWD_FORCE_TILED=1 (testing): the tiled backward for every N, so that its use at N <= 64 (the
 // fallback below) can be tested on a GPU where the small path fits.
@@ -25,11 +34,7 @@ bool force_tiled_bwd() {
     return force;
 }
 size_t bwd_small_smem_bytes(int d) {
-    switch (window_attn_head_dim_bucket(d)) {
-        case 32: return BwdSmallSmem<32>::kBytes;
-        case 64: return BwdSmallSmem<64>::kBytes;
-        default: return BwdSmallSmem<128>::kBytes;
-    }
+    return FWA_HEADDIM_SWITCH(d, [&] { return BwdSmallSmem<kHeadDim>::kBytes; });
 }
 }  // namespace
 
@@ -68,15 +73,6 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
     p.chunk = static_cast<int>(chunk);
     p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
 }
-
-#define FWA_HEADDIM_SWITCH(D, ...)                                  \
-    [&] {                                                           \
-        switch (window_attn_head_dim_bucket(D)) {                   \
-            case 32: { constexpr int kHeadDim = 32; return __VA_ARGS__(); } \
-            case 64: { constexpr int kHeadDim = 64; return __VA_ARGS__(); } \
-            default: { constexpr int kHeadDim = 128; return __VA_ARGS__(); } \
-        }                                                           \
-    }()
 
 cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
     return FWA_HEADDIM_SWITCH(p.d, [&] {
