@@ -12,6 +12,7 @@
 // per-CTA partial (summed in a fixed order later: deterministic). Warps own 16 query rows for
 // S/dP/dq and 16 key rows for dk/dv; P and dS go through shared memory between the two phases.
 #pragma once
+#include <type_traits>
 #include "dropout.cuh"
 #include "launch_utils.h"
 #include "warp_mma.cuh"
@@ -136,75 +137,89 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
         // P, D, dS (kept in s), dbias. The whole row is on chip, so P is renormalised here from
         // the logits (max, sum) instead of exp(S - lse): exact where softmax is degenerate (N = 1,
         // single surviving key: P = 1 and dS = 0 exactly) and free of the rounding of a large lse.
+        // Instantiated per (cosine, bias+mask) pair and picked once per window (a branch per
+        // element on the runtime flags otherwise; see the tiled kernels).
+        auto row_softmax_grad = [&](auto cosine_tag, auto bm_tag) {
+            constexpr bool kCos = decltype(cosine_tag)::value;
+            constexpr bool kBm = decltype(bm_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int row = warp * 16 + g + 8 * r;
-            const float al = alpha * kLog2e;
-            const float* bm_row = sBm + row * kBmPitch;
-            auto logit = [&](float c, int col, float bmv) {
-                return has_bm ? fmaf(c, al, bmv) : (col < N ? c * al : -INFINITY);
-            };
-            // Pass 1: s <- cos (V2) or q·k (V1), row max of the logits.
-            float mx = -INFINITY;
+            for (int r = 0; r < 2; ++r) {
+                const int row = warp * 16 + g + 8 * r;
+                const float al = alpha * kLog2e;
+                const float* bm_row = sBm + row * kBmPitch;
+                auto logit = [&](float c, int col, float bmv) {
+                    if constexpr (kBm) return fmaf(c, al, bmv);
+                    else return col < N ? c * al : -INFINITY;
+                };
+                // Pass 1: s <- cos (V2) or q·k (V1), row max of the logits.
+                float mx = -INFINITY;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;
-                float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
-                if (cosine) {
-                    const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
-                    c0 *= q_inv[r] * kf.x;
-                    c1 *= q_inv[r] * kf.y;
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;
+                    float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
+                    if constexpr (kCos) {
+                        const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                        c0 *= q_inv[r] * kf.x;
+                        c1 *= q_inv[r] * kf.y;
+                    }
+                    s[nt][2 * r] = c0;
+                    s[nt][2 * r + 1] = c1;
+                    const float2 bb = kBm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
+                    mx = fmaxf(mx, fmaxf(logit(c0, c, bb.x), logit(c1, c + 1, bb.y)));
                 }
-                s[nt][2 * r] = c0;
-                s[nt][2 * r + 1] = c1;
-                const float2 bb = has_bm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
-                mx = fmaxf(mx, fmaxf(logit(c0, c, bb.x), logit(c1, c + 1, bb.y)));
-            }
-            mx = quad_max(mx);
-            const float m_use = mx == -INFINITY ? 0.f : mx;
-            // Pass 2: unnormalised p, its sum, Σ p dP, and for dalpha Σ p dP cos, Σ p cos
-            // (dalpha = Σ_j dS_ij cos_ij = Σ_j P dP cos - D Σ_j P cos, kept in fp32: rounding dS
-            // to 16 bits first would cost this heavily cancelling sum its accuracy).
-            float psum = 0.f, dsum = 0.f, pdc = 0.f, pc = 0.f;
+                mx = quad_max(mx);
+                const float m_use = mx == -INFINITY ? 0.f : mx;
+                // Pass 2: unnormalised p, its sum, Σ p dP, and for dalpha Σ p dP cos, Σ p cos
+                // (dalpha = Σ_j dS_ij cos_ij = Σ_j P dP cos - D Σ_j P cos, kept in fp32: rounding dS
+                // to 16 bits first would cost this heavily cancelling sum its accuracy).
+                float psum = 0.f, dsum = 0.f, pdc = 0.f, pc = 0.f;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;
-                const float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
-                const float2 bb = has_bm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
-                const float p0 = fast_exp2(logit(c0, c, bb.x) - m_use);
-                const float p1 = fast_exp2(logit(c1, c + 1, bb.y) - m_use);
-                s[nt][2 * r] = p0;
-                s[nt][2 * r + 1] = p1;
-                psum += p0 + p1;
-                const float pd0 = p0 * dp[nt][2 * r], pd1 = p1 * dp[nt][2 * r + 1];
-                dsum += pd0 + pd1;
-                if (cosine) {
-                    pdc = fmaf(pd0, c0, fmaf(pd1, c1, pdc));
-                    pc = fmaf(p0, c0, fmaf(p1, c1, pc));
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;
+                    const float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
+                    const float2 bb = kBm ? *reinterpret_cast<const float2*>(bm_row + c) : make_float2(0.f, 0.f);
+                    const float p0 = fast_exp2(logit(c0, c, bb.x) - m_use);
+                    const float p1 = fast_exp2(logit(c1, c + 1, bb.y) - m_use);
+                    s[nt][2 * r] = p0;
+                    s[nt][2 * r + 1] = p1;
+                    psum += p0 + p1;
+                    const float pd0 = p0 * dp[nt][2 * r], pd1 = p1 * dp[nt][2 * r + 1];
+                    dsum += pd0 + pd1;
+                    if constexpr (kCos) {
+                        pdc = fmaf(pd0, c0, fmaf(pd1, c1, pdc));
+                        pc = fmaf(p0, c0, fmaf(p1, c1, pc));
+                    }
+                }
+                const float l = quad_sum(psum);
+                // Rows past N (zero q and dout) and rows whose logits are all -inf get P = 0.
+                const float inv = (row < N && l != 0.f) ? 1.f / l : 0.f;   // NaN l propagates
+                const float D = quad_sum(dsum) * inv;
+                if constexpr (kCos) {
+                    // __fmul_rn: no FMA contraction, so that the two terms cancel exactly when they
+                    // are equal (N = 1, one surviving key: dS = 0, dalpha must be 0).
+                    const float contrib = __fsub_rn(quad_sum(pdc), __fmul_rn(D, quad_sum(pc))) * inv;
+                    if (t4 == 0) dalpha_acc += contrib;
+                }
+                // Pass 3: P = p / l, dS = P (dP - D).
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float pn = s[nt][2 * r + e] * inv;
+                        s[nt][2 * r + e] = pn;
+                        const float gs = pn * (dp[nt][2 * r + e] - D);
+                        dp[nt][2 * r + e] = gs;
+                        dbias_acc[nt][2 * r + e] += gs;
+                    }
                 }
             }
-            const float l = quad_sum(psum);
-            // Rows past N (zero q and dout) and rows whose logits are all -inf get P = 0.
-            const float inv = (row < N && l != 0.f) ? 1.f / l : 0.f;   // NaN l propagates
-            const float D = quad_sum(dsum) * inv;
-            if (cosine) {
-                // __fmul_rn: no FMA contraction, so that the two terms cancel exactly when they
-                // are equal (N = 1, one surviving key: dS = 0, dalpha must be 0).
-                const float contrib = __fsub_rn(quad_sum(pdc), __fmul_rn(D, quad_sum(pc))) * inv;
-                if (t4 == 0) dalpha_acc += contrib;
-            }
-            // Pass 3: P = p / l, dS = P (dP - D).
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float pn = s[nt][2 * r + e] * inv;
-                    s[nt][2 * r + e] = pn;
-                    const float gs = pn * (dp[nt][2 * r + e] - D);
-                    dp[nt][2 * r + e] = gs;
-                    dbias_acc[nt][2 * r + e] += gs;
-                }
-            }
+        };
+        if (cosine) {
+            if (has_bm) row_softmax_grad(std::true_type{}, std::true_type{});
+            else row_softmax_grad(std::true_type{}, std::false_type{});
+        } else {
+            if (has_bm) row_softmax_grad(std::false_type{}, std::true_type{});
+            else row_softmax_grad(std::false_type{}, std::false_type{});
         }
         // dS (in dp) is final; P becomes P o Z for dv.
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);

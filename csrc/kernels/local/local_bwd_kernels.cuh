@@ -18,6 +18,8 @@
 // allowed partners (which also excludes queries / keys >= L). k, v (2) or q, dout (3) stay in
 // shared memory for the whole CTA; the streamed tiles are double-buffered with cp.async.
 #pragma once
+#include <type_traits>
+
 #include <algorithm>
 
 #include "local_fwd_kernel.cuh"
@@ -163,26 +165,32 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
 
         const bool full = full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
+        // Instantiated for full and edge tiles, picked once per tile.
+        auto tile_grads = [&](auto full_tag) {
+            constexpr bool kFull = decltype(full_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
+            for (int r = 0; r < 2; ++r) {
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const int c = nt * 8 + 2 * t4;   // query within the tile
-                const float2 ls = *reinterpret_cast<const float2*>(lse + c);
-                const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-                float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
-                float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
-                if (!full) {
-                    const int i = q0 + c;
-                    if (!iv[r].contains(i)) p0 = 0.f;
-                    if (!iv[r].contains(i + 1)) p1 = 0.f;
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const int c = nt * 8 + 2 * t4;   // query within the tile
+                    const float2 ls = *reinterpret_cast<const float2*>(lse + c);
+                    const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                    float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
+                    float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
+                    if constexpr (!kFull) {
+                        const int i = q0 + c;
+                        if (!iv[r].contains(i)) p0 = 0.f;
+                        if (!iv[r].contains(i + 1)) p1 = 0.f;
+                    }
+                    s[nt][2 * r] = p0;
+                    s[nt][2 * r + 1] = p1;
+                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
+                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
                 }
-                s[nt][2 * r] = p0;
-                s[nt][2 * r + 1] = p1;
-                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
-                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
             }
-        }
+        };
+        if (full) tile_grads(std::true_type{});
+        else tile_grads(std::false_type{});
 
         // dv += Pᵀ dout, dk += dSᵀ q
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
@@ -286,21 +294,28 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
 
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+        // Instantiated for full and edge tiles, picked once per tile.
+        auto tile_grads = [&](auto full_tag) {
+            constexpr bool kFull = decltype(full_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
+            for (int r = 0; r < 2; ++r) {
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
-                float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
-                if (!full) {
-                    const int j = key0 + nt * 8 + 2 * t4;
-                    if (!iv[r].contains(j)) p0 = 0.f;
-                    if (!iv[r].contains(j + 1)) p1 = 0.f;
+                for (int nt = 0; nt < kNT; ++nt) {
+                    float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
+                    float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
+                    if constexpr (!kFull) {
+                        const int j = key0 + nt * 8 + 2 * t4;
+                        if (!iv[r].contains(j)) p0 = 0.f;
+                        if (!iv[r].contains(j + 1)) p1 = 0.f;
+                    }
+                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
+                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
                 }
-                dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
-                dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
             }
-        }
+        };
+        if (full) tile_grads(std::true_type{});
+        else tile_grads(std::false_type{});
+
         warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);   // dq' += dS k
     }
 

@@ -16,6 +16,8 @@
 // double-buffered with cp.async (the next tile's copy overlaps this tile's products).
 // Determinism: no atomics; each output row is produced by one warp in a fixed order.
 #pragma once
+#include <type_traits>
+
 #include "../launch_utils.h"
 #include "../warp_mma.cuh"
 #include "local_attn.h"
@@ -120,45 +122,52 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
         }
 
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+        // Instantiated for full and edge tiles, picked once per tile (a per-element branch on the
+        // runtime flag otherwise).
+        auto softmax_tile = [&](auto full_tag) {
+            constexpr bool kFull = decltype(full_tag)::value;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mx_even = -INFINITY, mx_odd = -INFINITY;
+            for (int r = 0; r < 2; ++r) {
+                float mx_even = -INFINITY, mx_odd = -INFINITY;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
-                if (!full) {
-                    const int j = key0 + nt * 8 + 2 * t4;
-                    if (!iv[r].contains(j)) x0 = -INFINITY;
-                    if (!iv[r].contains(j + 1)) x1 = -INFINITY;
+                for (int nt = 0; nt < kNT; ++nt) {
+                    float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
+                    if constexpr (!kFull) {
+                        const int j = key0 + nt * 8 + 2 * t4;
+                        if (!iv[r].contains(j)) x0 = -INFINITY;
+                        if (!iv[r].contains(j + 1)) x1 = -INFINITY;
+                    }
+                    s[nt][2 * r] = x0;
+                    s[nt][2 * r + 1] = x1;
+                    if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+                    else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
                 }
-                s[nt][2 * r] = x0;
-                s[nt][2 * r + 1] = x1;
-                if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
-                else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
-            }
-            const float m_new = fmaxf(row_max[r], quad_max(fmaxf(mx_even, mx_odd)));
-            // A row with no allowed key in this tile (and none before) keeps max -inf: use 0 so
-            // that exp2(-inf - 0) = 0 instead of NaN.
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;
-            const float corr = fast_exp2(row_max[r] - m_use);
-            row_max[r] = m_new;
-            float sum_even = 0.f, sum_odd = 0.f;
+                const float m_new = fmaxf(row_max[r], quad_max(fmaxf(mx_even, mx_odd)));
+                // A row with no allowed key in this tile (and none before) keeps max -inf: use 0 so
+                // that exp2(-inf - 0) = 0 instead of NaN.
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                const float corr = fast_exp2(row_max[r] - m_use);
+                row_max[r] = m_new;
+                float sum_even = 0.f, sum_odd = 0.f;
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const float e0 = fast_exp2(s[nt][2 * r] - m_use);
-                const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
-                s[nt][2 * r] = e0;
-                s[nt][2 * r + 1] = e1;
-                if (nt % 2 == 0) sum_even += e0 + e1;
-                else sum_odd += e0 + e1;
-            }
-            row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const float e0 = fast_exp2(s[nt][2 * r] - m_use);
+                    const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+                    s[nt][2 * r] = e0;
+                    s[nt][2 * r + 1] = e1;
+                    if (nt % 2 == 0) sum_even += e0 + e1;
+                    else sum_odd += e0 + e1;
+                }
+                row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
 #pragma unroll
-            for (int i = 0; i < kDT; ++i) {
-                o_acc[i][2 * r] *= corr;
-                o_acc[i][2 * r + 1] *= corr;
+                for (int i = 0; i < kDT; ++i) {
+                    o_acc[i][2 * r] *= corr;
+                    o_acc[i][2 * r + 1] *= corr;
+                }
             }
-        }
+        };
+        if (full) softmax_tile(std::true_type{});
+        else softmax_tile(std::false_type{});
 
         warp_mma_pb<kHeadDim>(o_acc, s, nullptr, tV, lane);   // O += P v
     }
