@@ -108,6 +108,28 @@ def _randn(shape, g, device, dtype, std: float = 1.0, mean: float = 0.0) -> Tens
     return (t * std + mean).to(device=device, dtype=dtype)
 
 
+def _cluster_values_(q: Tensor, k: Tensor, v: Tensor, g: torch.Generator, std: float,
+                     spread_qk: float, spread_v: float) -> None:
+    """In place: q, k <- std * mu + spread_qk * (q, k) and v <- std * nu + spread_v * v, with one
+    random direction mu per head shared by q and k (so queries and keys are aligned, as in trained
+    Swin layers) and one mean nu per head for v (values close to their mean: dP_ij - D_i cancels
+    heavily in the backward, which exposes any inaccuracy in D = sum_j P_ij dP_ij)."""
+    H, d = q.shape[1], q.shape[3]
+    mu = (torch.randn((1, H, 1, d), generator=g) * std).to(device=q.device, dtype=torch.float32)
+    nu = (torch.randn((1, H, 1, d), generator=g) * std).to(device=q.device, dtype=torch.float32)
+    with torch.no_grad():
+        for t, mean, spread in ((q, mu, spread_qk), (k, mu, spread_qk), (v, nu, spread_v)):
+            t.copy_((t.float() * spread + mean).to(t.dtype))
+
+
+def _packed_parts(qkv: Tensor, H: int, d: int) -> Tuple[Tensor, Tensor, Tensor]:
+    """q, k, v of a packed (B_, N, 3 * H * d) projection as separate (B_, H, N, d) views (views
+    that may be modified in place, unlike the outputs of one permute + unbind)."""
+    B_, N = qkv.shape[:2]
+    parts = qkv.detach().view(B_, N, 3, H, d)
+    return tuple(parts[:, :, i].transpose(1, 2) for i in range(3))
+
+
 def make_problem(
     B_: int,
     H: int,
@@ -127,6 +149,7 @@ def make_problem(
     logit_scale_shape: str = "h11",
     scale: Optional[float] = None,
     bias_std: float = 1.0,
+    values: str = "normal",
     requires_grad: bool = True,
     seed: int = 0,
 ) -> Problem:
@@ -138,10 +161,17 @@ def make_problem(
     "random" (normal values, some -100, a few -inf entries but no all -inf row); "dead" (like
     "random" plus some rows that are entirely -inf). nW defaults to the largest of 4, 2, 1 that
     divides B_. layout: "contiguous" or "packed" (views of one (B_, N, 3*H*d) projection output).
+    values: "normal" (q, k, v standard normal) or "clustered" (q and k around one shared direction
+    per head with spread 0.3, v around its per-head mean with spread 0.2: the regime of trained
+    Swin layers where the backward's D = sum_j P_ij dP_ij must be exact).
     """
+    if values not in ("normal", "clustered"):
+        raise ValueError(f"make_problem: unknown values {values!r}")
     g = _generator(seed)
     if layout == "packed":
         qkv = _randn((B_, N, 3 * H * d), g, device, dtype).requires_grad_(requires_grad)
+        if values == "clustered":
+            _cluster_values_(*_packed_parts(qkv, H, d), _generator(seed + 104729), 1.0, 0.3, 0.2)
         # views, no copy: gradients are taken w.r.t. these views (autograd.grad accepts non-leaves)
         q, k, v = qkv.reshape(B_, N, 3, H, d).permute(2, 0, 3, 1, 4)
     elif layout == "contiguous":
@@ -152,6 +182,8 @@ def make_problem(
                 t.requires_grad_(True)
     else:
         raise ValueError(f"make_problem: unknown layout {layout!r}")
+    if values == "clustered" and layout != "packed":
+        _cluster_values_(q, k, v, _generator(seed + 104729), 1.0, 0.3, 0.2)
 
     bias_t = None
     if bias is not None:
@@ -203,6 +235,8 @@ def make_problem(
     dout = _randn((B_, H, N, d), g, device, dtype)
     desc = dict(B_=B_, H=H, N=N, d=d, dtype=str(dtype).replace("torch.", ""), version=version,
                 bias=bias, mask=mask, nW=nW if mask else None, layout=layout)
+    if values != "normal":
+        desc["values"] = values
     return Problem(q, k, v, bias_t, mask_t, ls_t, scale, dout, qkv, desc)
 
 
@@ -543,12 +577,17 @@ def random_problem_spec(
     else:
         rg = [rng.random() < 0.8 for _ in range(3)]
     dout_layout = rng.choices(("contiguous", "out", "sliced"), weights=(0.6, 0.25, 0.15))[0]
+    # drawn last, so that the draws above are those of the suite before this option existed
+    clustered = None
+    if rng.random() < 0.2:
+        clustered = dict(spread_qk=rng.choice((0.1, 0.3)), spread_v=rng.choice((0.05, 0.2)))
 
     return dict(
         seed=seed, device=str(device), max_elems=max_elems, dtypes=list(dtypes),
         B_=B_, H=H, N=N, d=d, nW=nW, dtype=dtype, layout=layout, tensor_layouts=tensor_layouts,
         slices=slices, qkv_std=qkv_std, qkv_requires_grad=rg, bias=bias_spec, mask=mask_spec,
         version=version, scale=scale, logit_scale=ls_spec, dout_layout=dout_layout,
+        clustered=clustered,
     )
 
 
@@ -584,10 +623,16 @@ def build_random_problem(spec: Dict[str, object]) -> Problem:
     qkv = None
     if spec["layout"] == "packed":
         qkv = _randn((B_, N, 3 * H * d), g, device, dtype, std=std).requires_grad_(rg[0])
-        q, k, v = qkv.reshape(B_, N, 3, H, d).permute(2, 0, 3, 1, 4)
+        q, k, v = _packed_parts(qkv, H, d)
     else:
         q, k, v = (_strided_leaf((B_, H, N, d), kind, sl, g, device, dtype, std, r)
                    for kind, sl, r in zip(spec["tensor_layouts"], spec["slices"], rg))
+    cl = spec.get("clustered")
+    if cl is not None:
+        _cluster_values_(q.detach(), k.detach(), v.detach(), _generator(int(spec["seed"]) * 7919 + 29),
+                         std, cl["spread_qk"], cl["spread_v"])
+    if qkv is not None:
+        q, k, v = qkv.reshape(B_, N, 3, H, d).permute(2, 0, 3, 1, 4)
 
     bias_t = None
     bs = spec["bias"]
@@ -663,6 +708,7 @@ def build_random_problem(spec: Dict[str, object]) -> Problem:
         logit_scale=None if ls is None else f"{ls['shape']}/{ls['dtype']}/{','.join(ls['kinds'])}"
                                             f"{'/grad' if ls['requires_grad'] else ''}",
         qkv_grad=spec["qkv_requires_grad"], qkv_std=spec["qkv_std"], dout=dl,
+        clustered=None if cl is None else f"qk{cl['spread_qk']}/v{cl['spread_v']}",
     )
     return Problem(q, k, v, bias_t, mask_t, ls_t, spec["scale"], dout, qkv, desc)
 
@@ -681,7 +727,8 @@ def random_problem(
     the device's dtypes, contiguous / packed-qkv / permuted / sliced / mixed layouts, biases
     ((H, N, N) or (1, H, N, N), fp32 or q's dtype, sometimes strided), masks (shift 0 / -100,
     random with -inf entries, rows entirely -inf, 0 / -inf), V1 (scale given or default) and V2
-    (per-head logit scales below, at and above ln 100), and which inputs require grad.
+    (per-head logit scales below, at and above ln 100), which inputs require grad, and in a fifth
+    of the problems q, k, v clustered around per-head means (see :func:`make_problem`).
     """
     return build_random_problem(random_problem_spec(seed, device, max_elems=max_elems, dtypes=dtypes))
 

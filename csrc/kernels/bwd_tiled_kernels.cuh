@@ -72,6 +72,45 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
 }
 
 // ---------------------------------------------------------------------------------------------
+// Column sums of a warp's 16 x 64 C-fragment tile (kNT = 8 n8 tiles) over its 16 rows, once each
+// lane has summed its two rows: v[2 nt + e] is the lane's value for column nt * 8 + 2 * t4 + e
+// (t4 = lane & 3). A reduce-scatter over the 8 lanes g = lane >> 2 sharing t4 (14 shuffles instead
+// of 48): lane (g, t4) returns the sums of columns g * 8 + 2 * t4 + {0, 1} in `out`. The order of
+// the additions is fixed, so the result is bitwise reproducible. v is clobbered.
+template <int kHalf, int kMask>
+FWA_DEVICE void column_sums_step(float (&v)[16], int lane) {
+    // Lanes with this bit of g set keep the upper half of the live values, the others the lower
+    // half; each sends the half it gives away to its partner.
+    const bool upper = (lane & kMask) != 0;
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) {
+        const float give = upper ? v[i] : v[i + kHalf];
+        const float keep = upper ? v[i + kHalf] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, give, kMask);
+    }
+}
+FWA_DEVICE void column_sums_over_g(float (&v)[16], float (&out)[2]) {
+    const int lane = threadIdx.x & 31;
+    column_sums_step<8, 16>(v, lane);
+    column_sums_step<4, 8>(v, lane);
+    column_sums_step<2, 4>(v, lane);
+    out[0] = v[0];
+    out[1] = v[1];
+}
+
+// dsum[r] = sum over key blocks jb (in order) of dsum_partial[jb][r]: the exact D for the
+// query-side kernel (BwdParams::dsum).
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const BwdParams p) {
+    const int64_t rows = int64_t(p.B) * p.H * p.N;
+    const int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (r >= rows) return;
+    const int n_blocks = (p.N + kTileN - 1) / kTileN;
+    float sum = p.dsum_partial[r];
+    for (int jb = 1; jb < n_blocks; ++jb) sum += p.dsum_partial[jb * rows + r];
+    p.dsum[r] = sum;
+}
+
 // Key side: dk, dv.
 
 constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask tile (conflict-free)
@@ -79,8 +118,10 @@ constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask t
 template <int kHeadDim> struct BwdKvSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
     // k, v of the key block, q and dout (2 stages), row statistics (2 stages x lse, D, q_inv),
-    // then (with bias/mask) the 64x64 bias+mask tile of each stage.
-    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float);
+    // the per-warp sums of P dP (2 stages x 4 warps x 64 queries), then (with bias/mask) the 64x64
+    // bias+mask tile of each stage.
+    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float) +
+                                          size_t(2) * (kNumThreads / 32) * kTileM * sizeof(float);
     static constexpr size_t kBmBytes = size_t(2) * kTileM * kKvBmPitch * sizeof(float);
     static size_t bytes(bool has_bm) { return kFixedBytes + (has_bm ? kBmBytes : 0); }
 };
@@ -97,7 +138,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
     float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse2, D, q_inv
-    float* sBm = sRow + 2 * 3 * kTileM;                        // [2 stages][64 queries][kKvBmPitch]
+    float* sPdp = sRow + 2 * 3 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
+    float* sBm = sPdp + 2 * (kNumThreads / 32) * kTileM;       // [2 stages][64 queries][kKvBmPitch]
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -161,9 +203,25 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     zero_acc(dk);
     zero_acc(dv);
 
+    // This key block's part of the exact D_i = sum_j P_ij dP_ij of query block ib (see
+    // BwdParams::dsum): the 4 warps' column sums (staged at the end of item ib), added in warp
+    // order by the first 64 threads once the barrier after the item has passed.
+    const int64_t total_rows = int64_t(p.B) * p.H * N;
+    auto store_pdp_partial = [&](int ib) {
+        const int i = ib * kTileM + tid;
+        if (tid < kTileM && i < N) {
+            const float* src = sPdp + (ib & 1) * (kNumThreads / 32) * kTileM + tid;
+            float sum = src[0];
+#pragma unroll
+            for (int w = 1; w < kNumThreads / 32; ++w) sum += src[w * kTileM];
+            p.dsum_partial[jb * total_rows + row_base + i] = sum;
+        }
+    };
+
     for (int ib = 0; ib < n_blocks; ++ib) {
         cp_async_wait<0>();
         __syncthreads();
+        if (ib > 0) store_pdp_partial(ib - 1);
         if (ib + 1 < n_blocks) issue_loads(ib + 1);
         cp_async_commit();
         const int st = ib & 1;
@@ -188,8 +246,12 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                                                           (key0 + warp * 16) >> 4, lane);
             dropout_apply(dp, keep_bits, drop.scale);
         }
-        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries. Instantiated per (cosine,
-        // bias+mask) pair, picked once per item (see the query-side kernel).
+        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries; pdp: P dP summed over
+        // the thread's two keys, per query column. Instantiated per (cosine, bias+mask) pair,
+        // picked once per item (see the query-side kernel).
+        float pdp[2 * kNT];
+#pragma unroll
+        for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
         auto elementwise = [&](auto cosine_tag, auto bm_tag) {
             constexpr bool kCos = decltype(cosine_tag)::value;
             constexpr bool kBm = decltype(bm_tag)::value;
@@ -220,6 +282,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                     s[nt][2 * r] = p0;
                     s[nt][2 * r + 1] = p1;
                     const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                    pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+                    pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
                     dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
                     dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
                 }
@@ -233,11 +297,21 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
             else elementwise(std::false_type{}, std::false_type{});
         }
 
+        {
+            static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
+            float col[2];
+            column_sums_over_g(pdp, col);
+            *reinterpret_cast<float2*>(sPdp + (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4) =
+                make_float2(col[0], col[1]);
+        }
+
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
         warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
     }
+    __syncthreads();
+    store_pdp_partial(n_blocks - 1);
 
     // Epilogue. V1: dk = scale dk'. V2: dk = alpha/||k|| (dk' - k̂ <k̂, dk'>).
     auto dst = [&](const TensorRef& t) {
@@ -415,8 +489,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
 
         const int key0 = j * kTileN;
-        // Attention dropout: the gradient reaching P is dP o Z (D from the preprocess is dout.out,
-        // which equals sum_j P (dP o Z)).
+        // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z), as the
+        // key-side kernel summed it).
         if constexpr (kDropout)
             dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
                           drop.scale);
@@ -577,6 +651,12 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
             return err;
         const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
         window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    {
+        constexpr int kThreads = 256;
+        const int64_t rows = int64_t(p.B) * p.H * p.N;
+        window_attn_bwd_dsum_kernel<kThreads><<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;

@@ -186,7 +186,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
     fwa::BwdParams& p = prep.p;
     // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
     fwa::window_attn_plan_bwd(kernel_dtype(q), p);
-    at::Tensor dbias_partial, dalpha_partial, dsum, q_inv, k_inv;
+    at::Tensor dbias_partial, dalpha_partial, dsum, dsum_partial, q_inv, k_inv;
     int n_dbias_partials = 0, n_dalpha_partials = 0;
     if (s.B > 0) {
         TORCH_CHECK(kernel_ready(dq) && kernel_ready(dk) && kernel_ready(dv),
@@ -220,6 +220,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         if (!fwa::window_attn_bwd_uses_small_path(p)) {
             dsum = at::empty({s.B, s.H, s.N}, f32);
             p.dsum = dsum.data_ptr<float>();
+            dsum_partial = at::empty({(s.N + fwa::kTileN - 1) / fwa::kTileN, s.B, s.H, s.N}, f32);
+            p.dsum_partial = dsum_partial.data_ptr<float>();
             if (s.cosine) {
                 q_inv = at::empty({s.B, s.H, s.N}, f32);
                 k_inv = at::empty({s.B, s.H, s.N}, f32);
