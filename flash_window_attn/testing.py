@@ -150,6 +150,7 @@ def make_problem(
     scale: Optional[float] = None,
     bias_std: float = 1.0,
     values: str = "normal",
+    cluster_spread: Tuple[float, float] = (0.3, 0.2),
     requires_grad: bool = True,
     seed: int = 0,
 ) -> Problem:
@@ -162,8 +163,9 @@ def make_problem(
     "random" plus some rows that are entirely -inf). nW defaults to the largest of 4, 2, 1 that
     divides B_. layout: "contiguous" or "packed" (views of one (B_, N, 3*H*d) projection output).
     values: "normal" (q, k, v standard normal) or "clustered" (q and k around one shared direction
-    per head with spread 0.3, v around its per-head mean with spread 0.2: the regime of trained
-    Swin layers where the backward's D = sum_j P_ij dP_ij must be exact).
+    per head with spread ``cluster_spread[0]``, v around its per-head mean with spread
+    ``cluster_spread[1]``: the regime of trained Swin layers where the backward's
+    D = sum_j P_ij dP_ij must be exact).
     """
     if values not in ("normal", "clustered"):
         raise ValueError(f"make_problem: unknown values {values!r}")
@@ -171,7 +173,7 @@ def make_problem(
     if layout == "packed":
         qkv = _randn((B_, N, 3 * H * d), g, device, dtype).requires_grad_(requires_grad)
         if values == "clustered":
-            _cluster_values_(*_packed_parts(qkv, H, d), _generator(seed + 104729), 1.0, 0.3, 0.2)
+            _cluster_values_(*_packed_parts(qkv, H, d), _generator(seed + 104729), 1.0, *cluster_spread)
         # views, no copy: gradients are taken w.r.t. these views (autograd.grad accepts non-leaves)
         q, k, v = qkv.reshape(B_, N, 3, H, d).permute(2, 0, 3, 1, 4)
     elif layout == "contiguous":
@@ -183,7 +185,7 @@ def make_problem(
     else:
         raise ValueError(f"make_problem: unknown layout {layout!r}")
     if values == "clustered" and layout != "packed":
-        _cluster_values_(q, k, v, _generator(seed + 104729), 1.0, 0.3, 0.2)
+        _cluster_values_(q, k, v, _generator(seed + 104729), 1.0, *cluster_spread)
 
     bias_t = None
     if bias is not None:

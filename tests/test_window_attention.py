@@ -418,6 +418,23 @@ def test_cuda_clustered_values(dtype, version, N, d, mask):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("N,d", [(1023, 112), (256, 32)])
+def test_cuda_clustered_values_large_logits(dtype, N, d):
+    """Tightly clustered q, k (spread 0.1) and v (0.05) with logits around 50 (V1, scale 0.47): dq_i
+    = sum_j dS_ij k_j keeps only the small part of k_j off its mean, and (sum_j dS_ij) * mean(k),
+    zero in exact arithmetic, is what remains of any per-row inconsistency between the P of the
+    query-side kernel and the P with which the key-side kernel summed D. The two kernels compute P
+    with the same operations; with lse * log2(e) rounded in one of them only (a per-row relative
+    error of ~4e-6 at these logits) dq missed the rule by 2x (random problem 929)."""
+    dt = DTYPES[dtype]
+    problem = make_problem(16, 1, N, d, dtype=dt, device="cuda", version="v1", scale=0.47, bias=None,
+                           mask="random", nW=16, layout="contiguous", values="clustered",
+                           cluster_spread=(0.1, 0.05), seed=929 + N)
+    run_and_check(problem, dt, "cuda")
+
+
+@pytest.mark.cuda
 def test_cuda_tiled_backward_for_small_windows_in_subprocess():
     """N <= 64 runs the tiled backward where the one-CTA-per-window kernel's shared memory does not
     fit (d > 64 on sm_80). FWA_BWD_FORCE_TILED=1 selects that path on any GPU: every gradient must

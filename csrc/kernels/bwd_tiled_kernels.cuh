@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     Element* sV = sK + kTile;
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
-    float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse2, D, q_inv
+    float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse, D, q_inv
     float* sPdp = sRow + 2 * 3 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
     float* sBm = sPdp + 2 * (kNumThreads / 32) * kTileM;       // [2 stages][64 queries][kKvBmPitch]
 
@@ -255,26 +255,33 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         auto elementwise = [&](auto cosine_tag, auto bm_tag) {
             constexpr bool kCos = decltype(cosine_tag)::value;
             constexpr bool kBm = decltype(bm_tag)::value;
+            const float al = alpha * kLog2e;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int lkey = warp * 16 + g + 8 * r;
                 const int key = key0 + lkey;
-                const float rf = alpha * kLog2e * k_inv[r];
                 const bool key_out = !kBm && key >= N;
 #pragma unroll
                 for (int nt = 0; nt < kNT; ++nt) {
                     const int c = nt * 8 + 2 * t4;   // query within the block
-                    float x0 = s[nt][2 * r] * rf, x1 = s[nt][2 * r + 1] * rf;
+                    // P is computed with exactly the operations of the query-side kernel, so that
+                    // both kernels see the same bits: D summed here must equal sum_j P_ij dP_ij
+                    // there to fp32 summation order (a systematic per-row difference, such as
+                    // rounding lse * log2(e) in one kernel only, enters dq_i = sum_j dS_ij k_j
+                    // times the mean of the keys).
+                    float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
                     const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
                     if constexpr (kCos) {
-                        x0 *= qf.x;
-                        x1 *= qf.y;
+                        x0 *= qf.x * k_inv[r];
+                        x1 *= qf.y * k_inv[r];
                     }
-                    if constexpr (kBm) {
-                        x0 += bmt[c * kKvBmPitch + lkey];
-                        x1 += bmt[(c + 1) * kKvBmPitch + lkey];
-                    } else if (key_out) {
-                        x0 = x1 = -INFINITY;
+                    if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
+                        x0 = fmaf(x0, al, bmt[c * kKvBmPitch + lkey]);
+                        x1 = fmaf(x1, al, bmt[(c + 1) * kKvBmPitch + lkey]);
+                    } else {
+                        x0 *= al;
+                        x1 *= al;
+                        if (key_out) x0 = x1 = -INFINITY;
                     }
                     const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
                     const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
@@ -430,7 +437,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     cp_async_commit();
 
     float dq[kDT][4];
-    float lse2[2], dsum[2], q_inv[2];
+    float lse_r[2], dsum[2], q_inv[2];
     // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small),
     // with D_i = Σ_j P dP summed here: dout·out would carry the rounding of out, which this
     // heavily cancelling sum would amplify.
@@ -475,7 +482,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             for (int r = 0; r < 2; ++r) {
                 const int lrow = warp * 16 + g + 8 * r;
                 const bool ok = row0 + lrow < N;
-                lse2[r] = ok ? stat[lrow] * kLog2e : INFINITY;
+                lse_r[r] = ok ? stat[lrow] : INFINITY;
                 dsum[r] = ok ? stat[kTileM + lrow] : 0.f;
                 q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow] : 1.f;
                 pdc[r][0] = pc[r][0] = pdp[r][0] = pdc[r][1] = pc[r][1] = pdp[r][1] = 0.f;
@@ -524,15 +531,19 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                         c0 *= q_inv[r] * kf[nt].x;
                         c1 *= q_inv[r] * kf[nt].y;
                     }
-                    float x0 = c0 * al, x1 = c1 * al;
-                    if constexpr (kBm) {
-                        x0 += bmr[r][nt].x;
-                        x1 += bmr[r][nt].y;
+                    float x0, x1;
+                    if constexpr (kBm) {   // explicit FMA: the same rounding as the key-side kernel
+                        x0 = fmaf(c0, al, bmr[r][nt].x);
+                        x1 = fmaf(c1, al, bmr[r][nt].y);
                     } else {
+                        x0 = c0 * al;
+                        x1 = c1 * al;
                         if (key0 + c >= N) x0 = -INFINITY;
                         if (key0 + c + 1 >= N) x1 = -INFINITY;
                     }
-                    const float p0 = fast_exp2(x0 - lse2[r]), p1 = fast_exp2(x1 - lse2[r]);
+                    // the same operations as the key-side kernel (see there)
+                    const float p0 = fast_exp2(fmaf(-lse_r[r], kLog2e, x0));
+                    const float p1 = fast_exp2(fmaf(-lse_r[r], kLog2e, x1));
                     const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
                     const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
                     if constexpr (kCos) {   // two chains per sum (even / odd column): latency bound otherwise
