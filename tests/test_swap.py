@@ -38,14 +38,22 @@ SMALL = dict(img_size=64, patch_size=4, window_size=8, embed_dim=48, depths=(2, 
              num_classes=10, drop_path_rate=0.0)
 
 
+def seeded(build, seed: int = 0):
+    """build() with torch's global generator seeded (and restored after): the models' own
+    initialisation draws from it, and a test's model must not depend on which tests ran before."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
+
+
 def timm_v2_model(**kw):
-    m = timm_v2.SwinTransformerV2(**{**SMALL, **kw})
+    m = seeded(lambda: timm_v2.SwinTransformerV2(**{**SMALL, **kw}))
     perturb_parameters(m, seed=1)
     return m
 
 
 def timm_v1_model(**kw):
-    m = timm_v1.SwinTransformer(**{**SMALL, **kw})
+    m = seeded(lambda: timm_v1.SwinTransformer(**{**SMALL, **kw}))
     perturb_parameters(m, seed=2)
     return m
 
@@ -62,7 +70,7 @@ def hf_model(name, **kw):
     transformers = pytest.importorskip("transformers")
     cls = getattr(transformers, name)
     config = hf_config("v2" if "v2" in name else "v1", **kw)
-    m = cls(config)
+    m = seeded(lambda: cls(config))
     perturb_parameters(m, seed=3)
     return m
 

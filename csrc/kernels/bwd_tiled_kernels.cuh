@@ -98,17 +98,25 @@ FWA_DEVICE void column_sums_over_g(float (&v)[16], float (&out)[2]) {
     out[1] = v[1];
 }
 
-// dsum[r] = sum over key blocks jb (in order) of dsum_partial[jb][r]: the exact D for the
-// query-side kernel (BwdParams::dsum).
+// dsum[r] = (sum_jb partial[jb][r].x) / (sum_jb partial[jb][r].y), key blocks jb in order: with
+// .x = sum of P dP and .y = sum of P over one key block, D = sum_j P_ij dP_ij / sum_j P_ij for the
+// query-side kernel (BwdParams::dsum). Dividing by the recomputed row sum makes sum_j dS_ij vanish
+// for the P both kernels recompute (which sums to 1 only to within the rounding of the stored lse:
+// ~2e-6 at logits ~50). Rows whose keys are all excluded have P = 0 and get D = 0; NaN propagates.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const BwdParams p) {
     const int64_t rows = int64_t(p.B) * p.H * p.N;
     const int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (r >= rows) return;
     const int n_blocks = (p.N + kTileN - 1) / kTileN;
-    float sum = p.dsum_partial[r];
-    for (int jb = 1; jb < n_blocks; ++jb) sum += p.dsum_partial[jb * rows + r];
-    p.dsum[r] = sum;
+    const float2* part = reinterpret_cast<const float2*>(p.dsum_partial);
+    float2 sum = part[r];
+    for (int jb = 1; jb < n_blocks; ++jb) {
+        const float2 v = part[jb * rows + r];
+        sum.x += v.x;
+        sum.y += v.y;
+    }
+    p.dsum[r] = sum.y != 0.f ? sum.x / sum.y : sum.x;
 }
 
 // Key side: dk, dv.
@@ -118,10 +126,10 @@ constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask t
 template <int kHeadDim> struct BwdKvSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
     // k, v of the key block, q and dout (2 stages), row statistics (2 stages x lse, D, q_inv),
-    // the per-warp sums of P dP (2 stages x 4 warps x 64 queries), then (with bias/mask) the 64x64
-    // bias+mask tile of each stage.
+    // the per-warp sums of P dP and of P (2 stages x 4 warps x 64 queries x 2), then (with
+    // bias/mask) the 64x64 bias+mask tile of each stage.
     static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float) +
-                                          size_t(2) * (kNumThreads / 32) * kTileM * sizeof(float);
+                                          size_t(2) * (kNumThreads / 32) * kTileM * 2 * sizeof(float);
     static constexpr size_t kBmBytes = size_t(2) * kTileM * kKvBmPitch * sizeof(float);
     static size_t bytes(bool has_bm) { return kFixedBytes + (has_bm ? kBmBytes : 0); }
 };
@@ -139,7 +147,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
     float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][3][64]: lse, D, q_inv
     float* sPdp = sRow + 2 * 3 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
-    float* sBm = sPdp + 2 * (kNumThreads / 32) * kTileM;       // [2 stages][64 queries][kKvBmPitch]
+    float* sPsum = sPdp + 2 * (kNumThreads / 32) * kTileM;     // [2 stages][4 warps][64]: sum P
+    float* sBm = sPsum + 2 * (kNumThreads / 32) * kTileM;      // [2 stages][64 queries][kKvBmPitch]
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -203,18 +212,21 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
     zero_acc(dk);
     zero_acc(dv);
 
-    // This key block's part of the exact D_i = sum_j P_ij dP_ij of query block ib (see
-    // BwdParams::dsum): the 4 warps' column sums (staged at the end of item ib), added in warp
-    // order by the first 64 threads once the barrier after the item has passed.
+    // This key block's part of D_i = sum_j P_ij dP_ij / sum_j P_ij for query block ib (see
+    // BwdParams::dsum): the 4 warps' column sums of P dP and of P (staged at the end of item ib),
+    // added in warp order by the first 64 threads once the barrier after the item has passed.
     const int64_t total_rows = int64_t(p.B) * p.H * N;
     auto store_pdp_partial = [&](int ib) {
         const int i = ib * kTileM + tid;
         if (tid < kTileM && i < N) {
-            const float* src = sPdp + (ib & 1) * (kNumThreads / 32) * kTileM + tid;
-            float sum = src[0];
+            const int off = (ib & 1) * (kNumThreads / 32) * kTileM + tid;
+            float2 sum = make_float2(sPdp[off], sPsum[off]);
 #pragma unroll
-            for (int w = 1; w < kNumThreads / 32; ++w) sum += src[w * kTileM];
-            p.dsum_partial[jb * total_rows + row_base + i] = sum;
+            for (int w = 1; w < kNumThreads / 32; ++w) {
+                sum.x += sPdp[off + w * kTileM];
+                sum.y += sPsum[off + w * kTileM];
+            }
+            reinterpret_cast<float2*>(p.dsum_partial)[jb * total_rows + row_base + i] = sum;
         }
     };
 
@@ -306,10 +318,19 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
 
         {
             static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
+            const int off = (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4;
             float col[2];
             column_sums_over_g(pdp, col);
-            *reinterpret_cast<float2*>(sPdp + (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4) =
-                make_float2(col[0], col[1]);
+            *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
+            // P (before dropout) summed over the thread's two keys, then over the warp's 16
+            float psum[2 * kNT];
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                psum[2 * nt] = s[nt][0] + s[nt][2];
+                psum[2 * nt + 1] = s[nt][1] + s[nt][3];
+            }
+            column_sums_over_g(psum, col);
+            *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
         }
 
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);

@@ -59,14 +59,15 @@ struct BwdParams : FwdParams {
     float* dalpha_partial = nullptr;
     // Tiled-path workspace, (B, H, N) fp32 each: D, and the inverse norms 1 / max(||q||, eps),
     // 1 / max(||k||, eps) (V2 only). D starts as rowsum(dout * out) (the key-side kernel's dS, where
-    // its rounding averages out over the queries) and is then replaced by the exact
-    // D_i = sum_j P_ij dP_ij, summed in a fixed order from dsum_partial, for the query-side kernel:
-    // out is rounded to 16 bits, and the error of rowsum(dout * out) is common to every dS_ij of row
-    // i, so it adds up coherently in dq_i = sum_j dS_ij k_j (up to 10x PyTorch's own fp16 error on
-    // Swin V2 inputs whose values are close to their mean).
+    // its rounding averages out over the queries) and is then replaced, for the query-side kernel,
+    // by D_i = sum_j P_ij dP_ij / sum_j P_ij summed in a fixed order from dsum_partial: out is
+    // rounded to 16 bits, and the error of rowsum(dout * out) is common to every dS_ij of row i, so
+    // it adds up coherently in dq_i = sum_j dS_ij k_j (5-10x PyTorch's own fp16 error on Swin V2
+    // inputs whose values are close to their mean); dividing by the recomputed sum of P keeps
+    // sum_j dS_ij = 0 where the stored lse normalises P only to ~2e-6 (logits ~50).
     float* dsum = nullptr;
-    // [ceil(N / 64)][B * H * N] fp32: sum over one key block's 64 keys of P_ij dP_ij, written by
-    // the key-side kernel (each CTA its own block), summed in block order into dsum.
+    // [ceil(N / 64)][B * H * N][2] fp32: (sum of P_ij dP_ij, sum of P_ij) over one key block's 64
+    // keys, written by the key-side kernel (each CTA its own block), summed in block order.
     float* dsum_partial = nullptr;
     float* q_inv_norm = nullptr;
     float* k_inv_norm = nullptr;

@@ -220,7 +220,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         if (!fwa::window_attn_bwd_uses_small_path(p)) {
             dsum = at::empty({s.B, s.H, s.N}, f32);
             p.dsum = dsum.data_ptr<float>();
-            dsum_partial = at::empty({(s.N + fwa::kTileN - 1) / fwa::kTileN, s.B, s.H, s.N}, f32);
+            dsum_partial = at::empty({(s.N + fwa::kTileN - 1) / fwa::kTileN, s.B, s.H, s.N, 2}, f32);
             p.dsum_partial = dsum_partial.data_ptr<float>();
             if (s.cosine) {
                 q_inv = at::empty({s.B, s.H, s.N}, f32);
