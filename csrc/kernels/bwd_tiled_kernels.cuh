@@ -277,10 +277,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                 for (int nt = 0; nt < kNT; ++nt) {
                     const int c = nt * 8 + 2 * t4;   // query within the block
                     // P is computed with exactly the operations of the query-side kernel, so that
-                    // both kernels see the same bits: D summed here must equal sum_j P_ij dP_ij
-                    // there to fp32 summation order (a systematic per-row difference, such as
-                    // rounding lse * log2(e) in one kernel only, enters dq_i = sum_j dS_ij k_j
-                    // times the mean of the keys).
+                    // both kernels see the same bits: the D summed here (sum P dP / sum P) must
+                    // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
+                    // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
                     float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
                     const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
                     if constexpr (kCos) {
@@ -517,8 +516,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
 
         const int key0 = j * kTileN;
-        // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z), as the
-        // key-side kernel summed it).
+        // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z) / sum_j P,
+        // as the key-side kernel summed it).
         if constexpr (kDropout)
             dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
                           drop.scale);
