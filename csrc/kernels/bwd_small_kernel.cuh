@@ -214,13 +214,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
                 }
             }
         };
-        if (cosine) {
-            if (has_bm) row_softmax_grad(std::true_type{}, std::true_type{});
-            else row_softmax_grad(std::true_type{}, std::false_type{});
-        } else {
-            if (has_bm) row_softmax_grad(std::false_type{}, std::true_type{});
-            else row_softmax_grad(std::false_type{}, std::false_type{});
-        }
+        dispatch_flag_pair(cosine, has_bm, row_softmax_grad);
         // dS (in dp) is final; P becomes P o Z for dv.
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         const float grad_f = alpha;   // applied to dq', dk' in fp32 by the epilogues

@@ -307,13 +307,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
                 }
             }
         };
-        if (cosine) {
-            if (has_bm) elementwise(std::true_type{}, std::true_type{});
-            else elementwise(std::true_type{}, std::false_type{});
-        } else {
-            if (has_bm) elementwise(std::false_type{}, std::true_type{});
-            else elementwise(std::false_type{}, std::false_type{});
-        }
+        dispatch_flag_pair(cosine, has_bm, elementwise);
 
         {
             static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
@@ -596,13 +590,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 }
             }
         };
-        if (cosine) {
-            if (has_bm) elementwise(std::true_type{}, std::true_type{});
-            else elementwise(std::true_type{}, std::false_type{});
-        } else {
-            if (has_bm) elementwise(std::false_type{}, std::true_type{});
-            else elementwise(std::false_type{}, std::false_type{});
-        }
+        dispatch_flag_pair(cosine, has_bm, elementwise);
 
         if (has_bm && kPrefetchBm && item + 1 < n_items) load_bm_regs(j + 1 == n_key_tiles ? 0 : j + 1);
 

@@ -242,36 +242,10 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                     if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
                     else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
                 }
-                const float mx = quad_max(fmaxf(mx_even, mx_odd));
-                const float m_new = fmaxf(row_max[r], mx);
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float corr = fast_exp2(row_max[r] - m_use);
-                row_max[r] = m_new;
-                float sum_even = 0.f, sum_odd = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    const float e0 = fast_exp2(s[nt][2 * r] - m_use);
-                    const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
-                    s[nt][2 * r] = e0;
-                    s[nt][2 * r + 1] = e1;
-                    if (nt % 2 == 0) sum_even += e0 + e1;
-                    else sum_odd += e0 + e1;
-                }
-                row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
-#pragma unroll
-                for (int i = 0; i < kDT; ++i) {
-                    o_acc[i][2 * r] *= corr;
-                    o_acc[i][2 * r + 1] *= corr;
-                }
+                online_softmax_row(s, o_acc, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
             }
         };
-        if (cosine) {
-            if (has_bm) softmax_tile(std::true_type{}, std::true_type{});
-            else softmax_tile(std::true_type{}, std::false_type{});
-        } else {
-            if (has_bm) softmax_tile(std::false_type{}, std::true_type{});
-            else softmax_tile(std::false_type{}, std::false_type{});
-        }
+        dispatch_flag_pair(cosine, has_bm, softmax_tile);
 
         // Attention dropout: O accumulates (P o Z) v; the row sums above are of P itself.
         if constexpr (kDropout)

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cstdint>
+#include <type_traits>
 
 namespace fwa {
 
@@ -114,9 +115,53 @@ FWA_DEVICE float warp_sum(float x) {
     return x;
 }
 
+// f(std::bool_constant<a>{}, std::bool_constant<b>{}) for the runtime pair (a, b): the body is
+// instantiated for each of the four pairs and one of them is picked per call (the element loops of
+// the window kernels, per (cosine, bias+mask): with the flags tested per element the compiler kept
+// a branch per element pair in the loop).
+template <typename F>
+FWA_DEVICE void dispatch_flag_pair(bool a, bool b, F&& f) {
+    if (a) {
+        if (b) f(std::true_type{}, std::true_type{});
+        else f(std::true_type{}, std::false_type{});
+    } else {
+        if (b) f(std::false_type{}, std::true_type{});
+        else f(std::false_type{}, std::false_type{});
+    }
+}
+
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNormEps = 1e-12f;
+// One online-softmax step for row r (0 or 1) of a thread's C fragments: s holds the tile's logits in
+// log2 units, mx their row max over the quad. Updates row_max / row_sum, replaces s by
+// exp2(s - max) and rescales the output accumulator by exp2(old max - new max). A row with no
+// finite logit so far keeps max -inf and uses 0, so that exp2(-inf - 0) = 0 instead of NaN.
+template <int kNT, int kDT>
+FWA_DEVICE void online_softmax_row(float (&s)[kNT][4], float (&o_acc)[kDT][4], int r, float mx,
+                                   float& row_max, float& row_sum) {
+    const float m_new = fmaxf(row_max, mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+    const float corr = fast_exp2(row_max - m_use);
+    row_max = m_new;
+    float sum_even = 0.f, sum_odd = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+        const float e0 = fast_exp2(s[nt][2 * r] - m_use);
+        const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+        s[nt][2 * r] = e0;
+        s[nt][2 * r + 1] = e1;
+        if (nt % 2 == 0) sum_even += e0 + e1;
+        else sum_odd += e0 + e1;
+    }
+    row_sum = row_sum * corr + (sum_even + sum_odd);
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) {
+        o_acc[i][2 * r] *= corr;
+        o_acc[i][2 * r + 1] *= corr;
+    }
+}
+
 // float32(ln 100): the clamp bound of Swin V2's logit scale.
 constexpr float kLogitScaleMax = 4.605170185988092f;
 

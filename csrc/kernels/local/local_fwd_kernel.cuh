@@ -142,28 +142,8 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
                     if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
                     else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
                 }
-                const float m_new = fmaxf(row_max[r], quad_max(fmaxf(mx_even, mx_odd)));
-                // A row with no allowed key in this tile (and none before) keeps max -inf: use 0 so
-                // that exp2(-inf - 0) = 0 instead of NaN.
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float corr = fast_exp2(row_max[r] - m_use);
-                row_max[r] = m_new;
-                float sum_even = 0.f, sum_odd = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    const float e0 = fast_exp2(s[nt][2 * r] - m_use);
-                    const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
-                    s[nt][2 * r] = e0;
-                    s[nt][2 * r + 1] = e1;
-                    if (nt % 2 == 0) sum_even += e0 + e1;
-                    else sum_odd += e0 + e1;
-                }
-                row_sum[r] = row_sum[r] * corr + (sum_even + sum_odd);
-#pragma unroll
-                for (int i = 0; i < kDT; ++i) {
-                    o_acc[i][2 * r] *= corr;
-                    o_acc[i][2 * r + 1] *= corr;
-                }
+                // (a row with no allowed key in this tile and none before keeps max -inf)
+                online_softmax_row(s, o_acc, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
             }
         };
         if (full) softmax_tile(std::true_type{});
