@@ -315,23 +315,21 @@ def test_cuda_many_ctas_many_batches(dt):
 
 
 @pytest.mark.cuda
-@pytest.mark.xfail(strict=True, reason="sliding-window backward: D from the 16-bit output (known limit)")
-@pytest.mark.parametrize("L,d,band", [(1024, 64, (64, 64, 1)), (512, 32, (-1, -1, 1))])
-def test_cuda_clustered_values_bf16_known_limit(L, d, band):
-    """Known limit, kept visible (strict xfail: it fails today, and must be re-examined when it
-    passes). q, k around a shared direction (spread 0.3) and v close to its mean (spread 0.2): the
-    sliding-window backward takes D = rowsum(dout * out) from the 16-bit output, as FlashAttention
-    does, and its rounding error, common to a whole row, adds up in dq. Measured on the H100 in bf16:
-    dq error 0.9-1.0e-2 against a bound of 5.3-7.3e-3 (PyTorch's own bf16 error 1.4e-4-1.2e-3;
-    normal-valued problems are 2-4x inside the bound). The window op sums D exactly (its key-side
-    kernel adds P dP per key block); here the key blocks of a row are unbounded in number (a full
-    causal band over 128k tokens), so the same partial buffer would not fit in general."""
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+@pytest.mark.parametrize("L,d,band,Hkv", [(1024, 64, (64, 64, 1), 4), (512, 32, (-1, -1, 1), 4),
+                                          (1024, 64, (-1, 0, 1), 2), (1024, 128, (2, 0, 128), 2)])
+def test_cuda_clustered_values(dt, L, d, band, Hkv):
+    """q, k around a shared direction (spread 0.3) and v close to its mean (spread 0.2): dP_ij - D_i
+    cancels heavily, so the query side's D must be exact. With D = rowsum(dout * out) from the
+    16-bit output (FlashAttention's choice) dq missed the rule on the H100 (bf16: 0.8-1.0e-2
+    against bounds of 5.3-7.3e-3); the kernels now sum D = sum P dP / sum P in fixed point."""
     g = torch.Generator().manual_seed(0)
-    problem = make_local_problem(2, 4, 4, L, d, dtype=torch.bfloat16, device="cuda", band=band, seed=5)
+    problem = make_local_problem(2, 4, Hkv, L, d, dtype=FP[dt], device="cuda", band=band, seed=5)
     mu = torch.randn((1, 4, 1, d), generator=g).cuda()
-    nu = torch.randn((1, 4, 1, d), generator=g).cuda()
+    nu = torch.randn((1, Hkv, 1, d), generator=g).cuda()
     with torch.no_grad():
-        for t, mean, spread in ((problem.q, mu, 0.3), (problem.k, mu, 0.3), (problem.v, nu, 0.2)):
-            t.copy_((t.float() * spread + mean).to(t.dtype))
+        problem.q.copy_((problem.q.float() * 0.3 + mu).to(problem.q.dtype))
+        problem.k.copy_((problem.k.float() * 0.3 + mu[:, :: 4 // Hkv]).to(problem.k.dtype))
+        problem.v.copy_((problem.v.float() * 0.2 + nu).to(problem.v.dtype))
     ok, lines = check_local_problem(problem)
     assert ok, "\n".join(lines)

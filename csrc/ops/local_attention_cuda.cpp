@@ -127,6 +127,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
     p.dv = ref(dv);
     p.lse = const_cast<float*>(lse_.data_ptr<float>());
     p.dsum = dsum.data_ptr<float>();
+    at::Tensor d_acc, d_bad, absmax;   // the fp16 / bf16 kernels' exact-D workspace (zeroed)
+    if (q.scalar_type() != at::kFloat) {
+        d_acc = at::zeros({s.B, s.H, s.L, 2}, q.options().dtype(at::kLong));
+        d_bad = at::zeros({s.B, s.H, s.L}, q.options().dtype(at::kInt));
+        absmax = at::zeros({s.B * (s.H + s.Hkv)}, q.options().dtype(at::kFloat));
+        p.d_acc = reinterpret_cast<unsigned long long*>(d_acc.data_ptr<int64_t>());
+        p.d_bad = d_bad.data_ptr<int>();
+        p.absmax = absmax.data_ptr<float>();
+    }
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     check_cuda_launch(q.scalar_type() == at::kFloat ? fwa::local_attn_bwd_fp32(p, stream)
                                                     : fwa::local_attn_bwd(kernel_dtype(q), p, stream),

@@ -3,7 +3,7 @@
 //
 //   S = scale * q kᵀ over the allowed band only (local_band.h), P = softmax(S) (fp32),
 //   out = P v, lse = log Σ_allowed exp S (natural log, fp32);
-//   backward: D = rowsum(dout * out), dS = P * (dout vᵀ - D), dq = scale dS k,
+//   backward: dS = P * (dout vᵀ - D), dq = scale dS k,
 //   dk = scale Σ_heads dSᵀ q, dv = Σ_heads Pᵀ dout (the H / Hkv query heads of a kv head summed in
 //   ascending order inside one CTA: deterministic, no atomics).
 //
@@ -47,7 +47,18 @@ struct LocalFwdParams {
 
 struct LocalBwdParams : LocalFwdParams {
     TensorRef dout, dq, dk, dv;
-    float* dsum = nullptr;  // workspace (B, H, L) fp32: D = rowsum(dout * out)
+    float* dsum = nullptr;  // workspace (B, H, L) fp32: rowsum(dout * out), the key side's D
+    // The query side's D = sum_j P_ij dP_ij / sum_j P_ij (fp16 / bf16 kernels; see
+    // local_bwd_kernels.cuh), accumulated by the key side in fixed point with integer atomics
+    // (order-free: bitwise deterministic). All three zeroed by the caller.
+    //   d_acc  [B * H * L][2]: sum of P dP in units of dp_bound(b, h) * 2^-61, sum of P in 2^-61
+    //   d_bad  [B * H * L]: nonzero where a partial sum was not finite (D is then NaN)
+    //   absmax [B * H] max |dout| of each (b, h), then [B * Hkv] max |v| of each (b, hk) (float
+    //          bits compared as integers; NaN wins), so dp_bound(b, h) = d * max|dout| * max|v|
+    //          bounds every |dP_ij| of the slice
+    unsigned long long* d_acc = nullptr;
+    int* d_bad = nullptr;
+    float* absmax = nullptr;
 };
 
 // One instantiation per (dtype, head-dim bucket), each in its own .cu under instantiations/.

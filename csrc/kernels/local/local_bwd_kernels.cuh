@@ -1,6 +1,10 @@
-// Local-attention backward, fp16/bf16 on tensor cores, deterministic. Three kernels:
+// Local-attention backward, fp16/bf16 on tensor cores, deterministic. Four kernels:
 //
-//  1. preprocess: D_i = dout_i · out_i (fp32) for every (b, h, i), into the (B, H, L) workspace.
+//  0. absmax: max |dout| per (b, h) and max |v| per (b, hk): the scale of the fixed-point sums
+//     below (dp_bound = d * max|dout| * max|v| >= |dP_ij|).
+//  1. preprocess: D~_i = dout_i · out_i (fp32) for every (b, h, i), into the (B, H, L) workspace:
+//     the key side's D. Its error (out is rounded to 16 bits) is common to a row; in dk it enters
+//     with a different D per query and averages out, in dq it would add up (see 3).
 //  2. key side: one CTA (4 warps x 16 keys) per (64-key tile n, kv head hk, batch b). It loops
 //     over the query heads of the group, h = hk * group + 0 ... group - 1 in ascending order, and
 //     for each over the query tiles [query_tile_first(n), query_tile_last(n)] of local_band.h
@@ -9,10 +13,16 @@
 //     and accumulating dv += Pᵀ dout and dk += dSᵀ q in registers over all of them. Sᵀ is
 //     computed directly (keys are the rows), so Pᵀ and dSᵀ are already A operands of the next
 //     products. The GQA sum over heads happens inside this one CTA in a fixed order: no atomics,
-//     bitwise deterministic. dk = scale * acc, dv = acc, written once.
+//     bitwise deterministic. dk = scale * acc, dv = acc, written once. It also sums, per query of
+//     each item, P dP and P over its 64 keys (fp32, fixed order) and adds them in fixed point
+//     (int64, units dp_bound * 2^-61 and 2^-61) to the query's d_acc with integer atomics, which
+//     are order-free: the totals are bitwise deterministic.
 //  3. query side: one CTA per (64-query tile m, query head h, batch b) over the key tiles
 //     [key_tile_first(m), key_tile_last(m)], recomputing P and dS the same way and accumulating
-//     dq = scale dS k in registers.
+//     dq = scale dS k in registers, with D_i = sum_j P_ij dP_ij / sum_j P_ij from d_acc: exact
+//     for the P both kernels recompute (which sums to 1 only to within the fp32 rounding of lse),
+//     so sum_j dS_ij = 0 and no rounding of out enters dq (rowsum(dout * out) made dq several times
+//     less accurate than PyTorch's own bf16 on values that sit close to their mean).
 // Both 2 and 3 skip every tile outside the band and mask per element only on the band's edges
 // (query_tile_full / key_tile_full tiles run without a mask), with each row's exact interval of
 // allowed partners (which also excludes queries / keys >= L). k, v (2) or q, dout (3) stay in
@@ -23,11 +33,78 @@
 #include <algorithm>
 
 #include "local_fwd_kernel.cuh"
+#include "../warp_reduce.cuh"
 
 namespace fwa {
 
 // ---------------------------------------------------------------------------------------------
-// 1. D = rowsum(dout * out)
+// 0. max |dout| per (b, h) and max |v| per (b, hk)
+
+constexpr double kTwo61 = 2305843009213693952.0;   // 2^61: fixed-point scale of the D sums
+
+// dp_bound(b, h) = d * max|dout(b, h)| * max|v(b, h / group)| (>= every |dP_ij| of the slice), in
+// double; the same expression in the key-side and the query-side kernel.
+FWA_DEVICE double local_dp_bound(const LocalBwdParams& p, int64_t b, int h) {
+    return double(p.d) * double(p.absmax[b * p.H + h]) *
+           double(p.absmax[int64_t(p.B) * p.H + b * p.Hkv + h / p.group]);
+}
+
+template <typename Element>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_absmax_kernel(const LocalBwdParams p, int chunks) {
+    using Tr = ElementTraits<Element>;
+    const int tid = threadIdx.x;
+    const int64_t n_dout = int64_t(p.B) * p.H;
+    const int64_t slice = blockIdx.x / chunks;
+    const int chunk = static_cast<int>(blockIdx.x - slice * chunks);
+    const bool is_v = slice >= n_dout;
+    const int64_t sl = is_v ? slice - n_dout : slice;
+    const int heads = is_v ? p.Hkv : p.H;
+    const int64_t b = sl / heads, h = sl - (sl / heads) * heads;
+    const TensorRef& t = is_v ? p.v : p.dout;
+    const Element* base = static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
+    const int cpr = p.d / 8;   // 16-byte chunks per row
+    const int64_t rows_per_chunk = (int64_t(p.L) + chunks - 1) / chunks;
+    const int64_t r0 = chunk * rows_per_chunk;
+    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(p.L, r0 + rows_per_chunk) - r0) * cpr;
+    float m = 0.f;
+    bool nan = false;
+    for (int64_t idx = tid; idx < n; idx += kNumThreads) {
+        const int64_t row = r0 + idx / cpr;
+        const int c = static_cast<int>(idx % cpr) * 8;
+        const uint4 x = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
+        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float2 f = Tr::unpack(w[e]);
+            m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
+            nan |= (f.x != f.x) || (f.y != f.y);
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    nan = __any_sync(0xffffffffu, nan);
+    __shared__ float red[kNumThreads / 32];
+    __shared__ int red_nan[kNumThreads / 32];
+    if ((tid & 31) == 0) {
+        red[tid >> 5] = m;
+        red_nan[tid >> 5] = nan;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        float r = red[0];
+        int any_nan = red_nan[0];
+        for (int w = 1; w < kNumThreads / 32; ++w) {
+            r = fmaxf(r, red[w]);
+            any_nan |= red_nan[w];
+        }
+        // Non-negative floats order like their bit patterns; the positive quiet NaN 0x7fffffff
+        // orders above +inf, so a NaN anywhere in the slice makes its bound NaN.
+        atomicMax(reinterpret_cast<int*>(p.absmax) + slice, any_nan ? 0x7fffffff : __float_as_int(r));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. D~ = rowsum(dout * out)
 
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_preprocess_kernel(const LocalBwdParams p) {
@@ -68,8 +145,10 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_preprocess_kernel(
 
 template <int kHeadDim> struct LocalBwdKvSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
-    // k, v of the key tile; q and dout, 2 stages each; lse and D of the query tile, 2 stages.
-    static constexpr size_t kBytes = size_t(6) * kTile * 2 + size_t(2) * 2 * kTileM * sizeof(float);
+    // k, v of the key tile; q and dout, 2 stages each; lse and D~ of the query tile, 2 stages;
+    // per-warp column sums of P dP and of P, 2 stages x 4 warps x 64 queries each.
+    static constexpr size_t kBytes = size_t(6) * kTile * 2 + size_t(2) * 2 * kTileM * sizeof(float) +
+                                     size_t(2) * 2 * (kNumThreads / 32) * kTileM * sizeof(float);
 };
 
 template <typename Element, int kHeadDim>
@@ -84,6 +163,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
     float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][lse, D][64]
+    float* sPdp = sRow + 2 * 2 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
+    float* sPsum = sPdp + 2 * (kNumThreads / 32) * kTileM;     // [2 stages][4 warps][64]: sum P
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -144,9 +225,37 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     zero_acc(dk);
     zero_acc(dv);
 
+    // Item `it`'s sums of P dP and P per query: the 4 warps' column sums (staged at the end of the
+    // item) added in warp order by the first 64 threads once the next barrier has passed, then
+    // added in fixed point to the query's d_acc (integer atomics: any order gives the same bits).
+    auto flush_d = [&](int it) {
+        const int gi = it / n_qt;
+        const int i = (qt_first + (it - gi * n_qt)) * kTileM + tid;
+        if (tid >= kTileM || i >= L) return;
+        const int h = hk * p.group + gi;
+        const int off = (it & 1) * (kNumThreads / 32) * kTileM + tid;
+        float sp = sPdp[off], ss = sPsum[off];
+#pragma unroll
+        for (int w = 1; w < kNumThreads / 32; ++w) {
+            sp += sPdp[off + w * kTileM];
+            ss += sPsum[off + w * kTileM];
+        }
+        const int64_t row = (b * p.H + h) * int64_t(L) + i;
+        const double bound = local_dp_bound(p, b, h);
+        if (isfinite(sp) && isfinite(ss) && isfinite(bound)) {
+            const long long qp = bound > 0.0 ? __double2ll_rn(double(sp) * (kTwo61 / bound)) : 0;
+            const long long qs = __double2ll_rn(double(ss) * kTwo61);
+            if (qp != 0) atomicAdd(p.d_acc + 2 * row, static_cast<unsigned long long>(qp));
+            if (qs != 0) atomicAdd(p.d_acc + 2 * row + 1, static_cast<unsigned long long>(qs));
+        } else {
+            atomicOr(p.d_bad + row, 1);
+        }
+    };
+
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
         __syncthreads();   // item landed for all threads; the other stage is free
+        if (item > 0) flush_d(item - 1);
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
         const int st = item & 1;
@@ -165,6 +274,10 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
 
         const bool full = full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
+        // P dP summed over the thread's two keys, per query column
+        float pdp[2 * kNT];
+#pragma unroll
+        for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
         // Instantiated for full and edge tiles, picked once per tile.
         auto tile_grads = [&](auto full_tag) {
             constexpr bool kFull = decltype(full_tag)::value;
@@ -184,6 +297,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
                     }
                     s[nt][2 * r] = p0;
                     s[nt][2 * r + 1] = p1;
+                    pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+                    pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
                     dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
                     dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
                 }
@@ -192,10 +307,28 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         if (full) tile_grads(std::true_type{});
         else tile_grads(std::false_type{});
 
+        {
+            static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
+            const int off = (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4;
+            float col[2];
+            column_sums_over_g(pdp, col);
+            *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
+            float psum[2 * kNT];
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                psum[2 * nt] = s[nt][0] + s[nt][2];
+                psum[2 * nt + 1] = s[nt][1] + s[nt][3];
+            }
+            column_sums_over_g(psum, col);
+            *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
+        }
+
         // dv += Pᵀ dout, dk += dSᵀ q
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
         warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
     }
+    __syncthreads();
+    flush_d(n_items - 1);
 
     auto dst = [&](const TensorRef& t) {
         return static_cast<Element*>(t.ptr) + b * t.batch_stride + hk * t.head_stride;
@@ -249,13 +382,23 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     RowInterval iv[2];
     float lse2[2], dsum[2];
     const int64_t row_base = (b * p.H + h) * int64_t(L);
+    const double bound = local_dp_bound(p, b, h);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int row = row0 + warp * 16 + g + 8 * r;
         iv[r].set(band.key_lo(row), band.key_hi(row), L);
         // Rows >= L: q and dout rows are zero-filled and dq is not stored; any finite value works.
         lse2[r] = row < L ? p.lse[row_base + row] * kLog2e : 0.f;
-        dsum[r] = row < L ? p.dsum[row_base + row] : 0.f;
+        dsum[r] = 0.f;
+        if (row < L) {
+            // D = sum P dP / sum P from the key side's fixed-point sums (units cancel but bound's)
+            const int64_t id = row_base + row;
+            const long long sp = static_cast<long long>(p.d_acc[2 * id]);
+            const long long ss = static_cast<long long>(p.d_acc[2 * id + 1]);
+            dsum[r] = p.d_bad[id] != 0 ? __int_as_float(0x7fffffff)
+                      : ss != 0        ? static_cast<float>(double(sp) * bound / double(ss))
+                                       : 0.f;
+        }
     }
 
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
@@ -335,6 +478,14 @@ cudaError_t launch_local_bwd(const LocalBwdParams& p, cudaStream_t stream) {
     const int64_t kv_grid = n_t * p.Hkv * p.B;
     if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
     if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    {
+        // about 1024 rows per CTA; the slices of dout and of v, each in `chunks` pieces
+        const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + 1023) / 1024, 1 << 16));
+        const int64_t grid = (int64_t(p.B) * p.H + int64_t(p.B) * p.Hkv) * chunks;
+        if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+        local_attn_bwd_absmax_kernel<Element><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
     {
         constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.L;
