@@ -37,7 +37,9 @@ What a problem draws:
   offset of one element, odd row stride, or a column offset: the CUDA op copies them), zero-stride
   broadcasts, or a mix per tensor;
 - which of q, k, v require grad, and the layout of the output gradient (contiguous, blhd, sliced,
-  misaligned, zero-stride broadcast, or expanded along d with stride(-1) = 0 as from ``out.sum()``).
+  misaligned, zero-stride broadcast, or expanded along d with stride(-1) = 0 as from ``out.sum()``);
+- in a fifth of the problems, q, k, v clustered around per-kv-head means (values close to their
+  mean: the backward's D must be exact there).
 
 Checks (:func:`check_local_problem`): out (and lse when the op is called directly) and every
 requested gradient against the float64 dense reference with the explicit mask
@@ -319,6 +321,10 @@ def local_problem_spec(
     else:
         rg = [rng.random() < 0.8 for _ in range(3)]
     dout_layout = rng.choices(LOCAL_DOUT_LAYOUTS, weights=(0.45, 0.2, 0.1, 0.1, 0.07, 0.08))[0]
+    # drawn last, so that the draws above are those of the suite before this option existed
+    clustered = None
+    if rng.random() < 0.2:
+        clustered = dict(spread_qk=rng.choice((0.1, 0.3)), spread_v=rng.choice((0.05, 0.2)))
 
     left, right, block = pattern["left"], pattern["right"], pattern["block"]
     wide_left, wide_right = band_is_unbounded(L, left, right, block)
@@ -331,7 +337,7 @@ def local_problem_spec(
         wide=(wide_left and left >= 0) or (wide_right and right >= 0),
         block_divides_L=L % block == 0, block_divides_64=64 % block == 0,
         layout=layout, tensor_layouts=tensor_layouts, slices=slices, qkv_std=qkv_std, scale=scale,
-        qkv_requires_grad=rg, dout_layout=dout_layout,
+        qkv_requires_grad=rg, dout_layout=dout_layout, clustered=clustered,
     )
 
 
@@ -491,6 +497,28 @@ def make_local_problem(
     return LocalProblem(q, k, v, dout, left, right, block, scale, call, dict(call_kwargs or {}), qkv, desc)
 
 
+def _cluster_local_values_(q: Tensor, k: Tensor, v: Tensor, g, std: float, spread_qk: float,
+                           spread_v: float) -> None:
+    """In place: q, k <- std * mu + spread_qk * (q, k), v <- std * nu + spread_v * v, with one random
+    direction mu per kv head shared by its query heads and its keys, and one mean nu per kv head
+    for v: values close to their mean, where the backward's D = sum_j P_ij dP_ij must be exact.
+    Broadcast (zero-stride) tensors are changed through the tensor they expand."""
+    B, H, L, d = q.shape
+    Hkv = k.shape[1]
+    if q.numel() == 0 or Hkv == 0:
+        return
+    mu = torch.randn((1, Hkv, 1, d), generator=g) * std
+    nu = torch.randn((1, Hkv, 1, d), generator=g) * std
+    mu_q = mu.repeat_interleave(H // Hkv, dim=1)
+    with torch.no_grad():
+        for t, mean, spread in ((q, mu_q, spread_qk), (k, mu, spread_qk), (v, nu, spread_v)):
+            if 0 in t.stride():
+                base = t._base   # the (bb, nn, L, d) tensor a broadcast layout expands
+                t, mean = base, mean[:, : base.shape[1]]
+            mean = mean.to(device=t.device)
+            t.copy_((t.float() * spread + mean).to(t.dtype))
+
+
 def build_local_problem(spec: Dict[str, object]) -> LocalProblem:
     """The tensors of a spec from :func:`local_problem_spec` (on ``spec["device"]``)."""
     device = torch.device(spec["device"])
@@ -507,11 +535,16 @@ def build_local_problem(spec: Dict[str, object]) -> LocalProblem:
     else:
         q, k, v = (_qkv_tensor((B, n, L, d), kind, sl, g, device, dtype, std, r)
                    for n, kind, sl, r in zip((H, Hkv, Hkv), spec["tensor_layouts"], spec["slices"], rg))
+    cl = spec.get("clustered")
+    if cl is not None:
+        _cluster_local_values_(q, k, v, _generator(int(spec["seed"]) * 7919 + 31), std, cl["spread_qk"],
+                               cl["spread_v"])
     dout = _dout_tensor((B, H, L, d), spec["dout_layout"], g, device, dtype)
     desc = {k: spec[k] for k in ("seed", "B", "H", "Hkv", "L", "d", "dtype", "kind", "left", "right", "block",
                                  "call", "call_kwargs", "scale", "layout")}
     desc.update(tensor_layouts=spec["tensor_layouts"] if spec["layout"] == "mixed" else None,
-                qkv_std=spec["qkv_std"], qkv_grad=rg, dout=spec["dout_layout"])
+                qkv_std=spec["qkv_std"], qkv_grad=rg, dout=spec["dout_layout"],
+                clustered=None if cl is None else f"qk{cl['spread_qk']}/v{cl['spread_v']}")
     return LocalProblem(q, k, v, dout, spec["left"], spec["right"], spec["block"], spec["scale"], spec["call"],
                         dict(spec["call_kwargs"]), qkv, desc)
 
