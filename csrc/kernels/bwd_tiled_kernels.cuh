@@ -11,6 +11,7 @@
 //     CTA-private global slice otherwise), written once as a partial: deterministic.
 // P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
 #pragma once
+#include <cstdlib>
 #include <type_traits>
 
 #include "fwd_kernel.cuh"
@@ -333,12 +334,12 @@ template <int kHeadDim> struct BwdQSmem {
     }
 };
 
-// kStrip: the dbias partial of the CTA's rows is accumulated in a shared-memory strip (N <= 256,
-// dbias wanted), read-modify-written with plain shared loads and stores; otherwise (no dbias, or
-// N > 256) in the CTA-private global slice. A template parameter, not a runtime flag: with the
-// choice made per element at run time the compiler emitted generic (address-space agnostic)
-// loads and stores and re-materialised the per-element predicates every item (ncu, H100: ~2900
-// instructions per warp and 64-key item, 48 of them tensor-core products).
+// kStrip: the dbias partial of the CTA's rows is accumulated in a shared-memory strip (dbias wanted,
+// the strip fits), read-modify-written with plain shared loads and stores; otherwise (no dbias, or
+// a strip too large for shared memory) in the CTA-private global slice. A template parameter, not
+// a runtime flag: with the choice made per element at run time the compiler emitted generic
+// (address-space agnostic) loads and stores and re-materialised the per-element predicates every
+// item (ncu, H100: ~2900 instructions per warp and 64-key item, 48 of them tensor-core products).
 template <typename Element, int kHeadDim, bool kDropout, bool kStrip>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
@@ -613,13 +614,26 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     }
 }
 
+// Largest padded N for which the query-side kernel keeps its dbias strip in shared memory (when it
+// fits the device): unlimited by default. At N > 256 the strip costs the kernel its second CTA per
+// SM (H100, d = 32: 1 CTA of 4 warps), which still beats the global slice's read-modify-write
+// per element and item (N = 576: see benchmarks/NOTES.md, session 7). FWA_BWD_Q_STRIP_MAX_NPAD
+// (testing, A/B timing) lowers the limit, e.g. to 256 for the global slice above N = 256.
+inline int bwd_q_strip_max_npad() {
+    static const int limit = [] {
+        const char* e = std::getenv("FWA_BWD_Q_STRIP_MAX_NPAD");
+        return e != nullptr && e[0] != '\0' ? std::atoi(e) : 1 << 30;
+    }();
+    return limit;
+}
+
 template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
                                   bool assume_strip) {
     cudaError_t err;
-    // The dbias strip where it fits the device's shared memory (at d > 64 with N > 128 it does not on
-    // sm_80's 163 KB: the CTA-private global slice is used there).
-    const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= kBmStripMaxNpad &&
+    // The dbias strip where it fits the device's shared memory (H100: up to N = 576 at d <= 64; at
+    // d > 64 with N > 128 it does not fit sm_80's 163 KB): the CTA-private global slice otherwise.
+    const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= bwd_q_strip_max_npad() &&
                        BwdQSmem<kHeadDim>::bytes(p.Npad, true) <= max_smem_per_block();
     const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
     int q_ctas = 0;

@@ -57,14 +57,19 @@ if os.environ.get("SWEEP_BIAS_AUTOCAST"):
     common.autocast_disabled = lambda device_type: contextlib.nullcontext()
     common._standard_cpb_mlp = lambda *a, **k: False   # the plain MLP (fp16 under autocast), not the fused fp32 op
     print("bias MLP under autocast (as the original modules)")
+# the test models are built under a fixed seed (test_swap.seeded): vary it here
+_seeded = ts.seeded
+SWEEP_SEED = [0]
+ts.seeded = lambda build, seed=0: _seeded(build, SWEEP_SEED[0])
 models = sys.argv[1].split(",")
 dtype = torch.float16 if sys.argv[2] == "fp16" else torch.bfloat16
 for name in models:
     for seed in range(int(sys.argv[3])):
         torch.manual_seed(seed)
+        SWEEP_SEED[0] = seed
         ref = ts.MODELS[name]().cuda()
         ours = ts.swapped_copy(ref)
-        x = ts.images(8).cuda()
+        x = ts.images(8, seed=seed).cuda()
         loss_scale = 2.0 ** 16 if dtype == torch.float16 else 1.0
         def run(model, amp):
             model.zero_grad(set_to_none=True)

@@ -186,10 +186,15 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     const int full_lo = static_cast<int>(band.query_lo(band.tile_last_row(n_block)));
     const int full_hi = static_cast<int>(band.query_hi(key0));
     RowInterval iv[2];   // allowed queries of this thread's two keys
+    // Keys >= L (the last tile's zero-filled rows) get P = 0: their dk / dv rows are never stored,
+    // but their P would enter the per-query sum of P below (a full tile does not mask them, nor
+    // does iv where the band reaches past L).
+    bool key_ok[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int key = key0 + warp * 16 + g + 8 * r;
         iv[r].set(band.query_lo(key), band.query_hi(key), L);
+        key_ok[r] = key < L;
     }
 
     auto head_ptr = [&](const TensorRef& t, int head) {
@@ -295,6 +300,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
                         if (!iv[r].contains(i)) p0 = 0.f;
                         if (!iv[r].contains(i + 1)) p1 = 0.f;
                     }
+                    if (!key_ok[r]) p0 = p1 = 0.f;
                     s[nt][2 * r] = p0;
                     s[nt][2 * r + 1] = p1;
                     pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);

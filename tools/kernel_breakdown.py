@@ -1,0 +1,62 @@
+"""Per-kernel GPU time of our op's forward + backward on the benchmark's configs (developer tool):
+which kernel of the tiled backward costs what. torch.profiler, 20 fwd+bwd iterations after a
+warm-up; prints the mean time per iteration of each kernel (CUDA time, not wall time).
+
+    python tools/kernel_breakdown.py [--configs 1,4] [--dtype bf16]
+"""
+import argparse
+import collections
+import os
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import bench_window_attention as bw  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--configs", default="0,1,3,4")
+    ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args()
+    dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
+    for i in (int(c) for c in args.configs.split(",")):
+        cfg = bw.CONFIGS[i]
+        inp = bw.make_inputs(cfg, dtype)
+        a = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
+
+        def step():
+            out = bw.impl_ours(*a)
+            torch.autograd.grad(out, bw.grad_leaves(inp), inp["dout"])
+
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.iters):
+                step()
+            torch.cuda.synchronize()
+        per = collections.OrderedDict()
+        for ev in prof.events():
+            if ev.device_type == torch.autograd.DeviceType.CUDA:
+                name = ev.name
+                for key in ("window_attn_", "local_attn_", "reduce_", "build_bm", "elementwise", "Memset",
+                            "Memcpy"):
+                    if key in name:
+                        j = name.find(key)
+                        name = name[j:].split("<")[0].split("(")[0]
+                        break
+                else:
+                    name = name[:60]
+                per[name] = per.get(name, 0.0) + ev.device_time / args.iters
+        total = sum(per.values())
+        print(f"\n{cfg.name} {args.dtype}: GPU time per fwd+bwd {total / 1000:.3f} ms")
+        for name, us in sorted(per.items(), key=lambda kv: -kv[1]):
+            print(f"  {us / 1000:8.3f} ms  {100 * us / total:5.1f} %  {name}")
+
+
+if __name__ == "__main__":
+    main()
