@@ -468,6 +468,39 @@ def test_cuda_tiled_backward_for_small_windows_in_subprocess():
 
 
 @pytest.mark.cuda
+def test_cuda_global_dbias_slice_in_subprocess():
+    """The tiled backward's query-side kernel accumulates dbias in a shared-memory strip wherever it
+    fits (on an H100: up to N = 576 at d <= 64) and in a CTA-private global slice otherwise (N = 1024,
+    d = 128 at N > 256, smaller GPUs). FWA_BWD_Q_STRIP_MAX_NPAD=256 forces the global slice above
+    N = 256 on any GPU, so both accumulators are checked at the same sizes (child process: the
+    variable is read once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from flash_window_attn.testing import make_problem, check_problem\n"
+        "cases = [(8, 2, 576, 32, torch.bfloat16, 'v2', 'shift'), (8, 2, 300, 64, torch.float16, 'v1', 'shift'),\n"
+        "         (4, 3, 577, 32, torch.float16, 'v2', None), (8, 2, 320, 16, torch.bfloat16, 'v2', 'shift')]\n"
+        "bad = []\n"
+        "for i, (B_, H, N, d, dt, ver, mask) in enumerate(cases):\n"
+        "    pr = make_problem(B_, H, N, d, dtype=dt, device='cuda', version=ver, bias='hnn', mask=mask,\n"
+        "                      nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
+        "                      values='clustered' if i == 3 else 'normal', seed=400 + i)\n"
+        "    ok, lines = check_problem(pr)\n"
+        "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
+        "assert not bad, '\\n'.join(bad)\n"
+        "print('ok', len(cases))\n"
+    )
+    env = dict(os.environ, FWA_BWD_Q_STRIP_MAX_NPAD="256")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0 and "ok" in res.stdout, (
+        f"global dbias slice: exit code {res.returncode}\nstdout:\n{res.stdout}\n"
+        f"stderr:\n{res.stderr[-4000:]}")
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("H", [1, 2])
 def test_cuda_many_windows(dtype, H):
