@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from typing import Callable, Dict, Sequence
 
 import torch
@@ -125,6 +126,27 @@ def rss_bytes() -> int:
     return -1
 
 
+def settled_memory_allocated() -> int:
+    """torch.cuda.memory_allocated() once it has stopped changing (synchronize, collect, then up to
+    0.5 s of polling). The autograd engine's device thread can still hold the last backward's input
+    buffers for a moment after torch.autograd.grad has returned to Python (seen on the H100: the
+    previous call's dk and dv, exactly, were still allocated when the baseline was read, and
+    freed later, so the count went *down* over the run): a leak shows as growth after settling,
+    a straggling free does not."""
+    torch.cuda.synchronize()
+    gc.collect()
+    prev = torch.cuda.memory_allocated()
+    stable = 0
+    for _ in range(250):
+        time.sleep(0.002)
+        cur = torch.cuda.memory_allocated()
+        stable = stable + 1 if cur == prev else 0
+        if stable >= 3:
+            break
+        prev = cur
+    return torch.cuda.memory_allocated()
+
+
 def assert_no_memory_growth(step: Callable[[], None]) -> None:
     """10**4 calls of ``step`` (after 20 warm-up calls): memory_allocated returns to its starting
     value, the peak after 10**4 calls equals the peak after the first 100, the reserved pool does not
@@ -132,9 +154,7 @@ def assert_no_memory_growth(step: Callable[[], None]) -> None:
     exceed it)."""
     for _ in range(20):
         step()
-    torch.cuda.synchronize()
-    gc.collect()
-    base = torch.cuda.memory_allocated()
+    base = settled_memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     for _ in range(100):
         step()
@@ -146,9 +166,7 @@ def assert_no_memory_growth(step: Callable[[], None]) -> None:
         step()
         if i % 1000 == 0:
             torch.cuda.synchronize()  # keep the host from queueing thousands of launches
-    torch.cuda.synchronize()
-    gc.collect()
-    after = torch.cuda.memory_allocated()
+    after = settled_memory_allocated()
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.memory_reserved()
     rss = rss_bytes()
