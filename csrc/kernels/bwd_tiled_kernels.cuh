@@ -7,8 +7,8 @@
 //     so Pᵀ and dSᵀ are already in the A-operand layout of the next products (no smem round trip).
 //  3. query side, one CTA per (64-query block, head, bm window, chunk of windows sharing it):
 //     loops over windows and key blocks, accumulates dq = f'(dS k) per window, and dbias for its
-//     rows over the whole chunk in a per-thread accumulator (shared memory for N <= 256, a
-//     CTA-private global slice otherwise), written once as a partial: deterministic.
+//     rows over the whole chunk in a per-thread accumulator (a shared-memory strip where it fits
+//     the device, a CTA-private global slice otherwise), written once as a partial: deterministic.
 // P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
 #pragma once
 #include <cstdlib>
