@@ -434,11 +434,10 @@ def test_cuda_clustered_values_large_logits(dtype, N, d):
     run_and_check(problem, dt, "cuda")
 
 
-@pytest.mark.cuda
-def test_cuda_tiled_backward_for_small_windows_in_subprocess():
-    """N <= 64 runs the tiled backward where the one-CTA-per-window kernel's shared memory does not
-    fit (d > 64 on sm_80). FWA_BWD_FORCE_TILED=1 selects that path on any GPU: every gradient must
-    pass the float64 check there too (child process: the variable is read once per process)."""
+def _check_problems_in_child(cases, seed0: int, env: dict, what: str) -> None:
+    """check_problem over ``cases`` ((B_, H, N, d, torch dtype name, version, mask, values) each;
+    problem i packed if i is odd, seeded seed0 + i) in a child process with ``env`` added: the
+    kernels' testing switches are environment variables read once per process."""
     import os
     import subprocess
     import sys
@@ -446,25 +445,34 @@ def test_cuda_tiled_backward_for_small_windows_in_subprocess():
     code = (
         "import torch\n"
         "from flash_window_attn.testing import make_problem, check_problem\n"
-        "cases = [(64, 2, 49, 32, torch.float16, 'v2', 'shift'), (32, 3, 64, 64, torch.bfloat16, 'v2', 'shift'),\n"
-        "         (16, 2, 49, 128, torch.float16, 'v1', 'shift'), (16, 2, 1, 32, torch.bfloat16, 'v2', None),\n"
-        "         (8, 2, 17, 96, torch.bfloat16, 'v1', None), (32, 2, 64, 128, torch.float16, 'v2', 'dead'),\n"
-        "         (32, 3, 64, 16, torch.float16, 'v2', None), (64, 3, 49, 32, torch.bfloat16, 'v1', 'shift')]\n"
+        f"cases = {list(cases)!r}\n"
         "bad = []\n"
-        "for i, (B_, H, N, d, dt, ver, mask) in enumerate(cases):\n"
-        "    pr = make_problem(B_, H, N, d, dtype=dt, device='cuda', version=ver, bias='hnn', mask=mask,\n"
-        "                      nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
-        "                      values='clustered' if i >= 6 else 'normal', seed=300 + i)\n"
+        "for i, (B_, H, N, d, dt, ver, mask, values) in enumerate(cases):\n"
+        "    pr = make_problem(B_, H, N, d, dtype=getattr(torch, dt), device='cuda', version=ver, bias='hnn',\n"
+        "                      mask=mask, nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
+        f"                      values=values, seed={seed0} + i)\n"
         "    ok, lines = check_problem(pr)\n"
         "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
         "assert not bad, '\\n'.join(bad)\n"
         "print('ok', len(cases))\n"
     )
-    env = dict(os.environ, FWA_BWD_FORCE_TILED="1")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, **env))
     assert res.returncode == 0 and "ok" in res.stdout, (
-        f"tiled backward at N <= 64: exit code {res.returncode}\nstdout:\n{res.stdout}\n"
-        f"stderr:\n{res.stderr[-4000:]}")
+        f"{what}: exit code {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}")
+
+
+@pytest.mark.cuda
+def test_cuda_tiled_backward_for_small_windows_in_subprocess():
+    """N <= 64 runs the tiled backward where the one-CTA-per-window kernel's shared memory does not
+    fit (d > 64 on sm_80). FWA_BWD_FORCE_TILED=1 selects that path on any GPU: every gradient must
+    pass the float64 check there too."""
+    cases = [(64, 2, 49, 32, "float16", "v2", "shift", "normal"), (32, 3, 64, 64, "bfloat16", "v2", "shift", "normal"),
+             (16, 2, 49, 128, "float16", "v1", "shift", "normal"), (16, 2, 1, 32, "bfloat16", "v2", None, "normal"),
+             (8, 2, 17, 96, "bfloat16", "v1", None, "normal"), (32, 2, 64, 128, "float16", "v2", "dead", "normal"),
+             (32, 3, 64, 16, "float16", "v2", None, "clustered"),
+             (64, 3, 49, 32, "bfloat16", "v1", "shift", "clustered")]
+    _check_problems_in_child(cases, 300, {"FWA_BWD_FORCE_TILED": "1"}, "tiled backward at N <= 64")
 
 
 @pytest.mark.cuda
@@ -472,32 +480,10 @@ def test_cuda_global_dbias_slice_in_subprocess():
     """The tiled backward's query-side kernel accumulates dbias in a shared-memory strip wherever it
     fits (on an H100: up to N = 576 at d <= 64) and in a CTA-private global slice otherwise (N = 1024,
     d = 128 at N > 256, smaller GPUs). FWA_BWD_Q_STRIP_MAX_NPAD=256 forces the global slice above
-    N = 256 on any GPU, so both accumulators are checked at the same sizes (child process: the
-    variable is read once per process)."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import torch\n"
-        "from flash_window_attn.testing import make_problem, check_problem\n"
-        "cases = [(8, 2, 576, 32, torch.bfloat16, 'v2', 'shift'), (8, 2, 300, 64, torch.float16, 'v1', 'shift'),\n"
-        "         (4, 3, 577, 32, torch.float16, 'v2', None), (8, 2, 320, 16, torch.bfloat16, 'v2', 'shift')]\n"
-        "bad = []\n"
-        "for i, (B_, H, N, d, dt, ver, mask) in enumerate(cases):\n"
-        "    pr = make_problem(B_, H, N, d, dtype=dt, device='cuda', version=ver, bias='hnn', mask=mask,\n"
-        "                      nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
-        "                      values='clustered' if i == 3 else 'normal', seed=400 + i)\n"
-        "    ok, lines = check_problem(pr)\n"
-        "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
-        "assert not bad, '\\n'.join(bad)\n"
-        "print('ok', len(cases))\n"
-    )
-    env = dict(os.environ, FWA_BWD_Q_STRIP_MAX_NPAD="256")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
-    assert res.returncode == 0 and "ok" in res.stdout, (
-        f"global dbias slice: exit code {res.returncode}\nstdout:\n{res.stdout}\n"
-        f"stderr:\n{res.stderr[-4000:]}")
+    N = 256 on any GPU, so both accumulators are checked at the same sizes."""
+    cases = [(8, 2, 576, 32, "bfloat16", "v2", "shift", "normal"), (8, 2, 300, 64, "float16", "v1", "shift", "normal"),
+             (4, 3, 577, 32, "float16", "v2", None, "normal"), (8, 2, 320, 16, "bfloat16", "v2", "shift", "clustered")]
+    _check_problems_in_child(cases, 400, {"FWA_BWD_Q_STRIP_MAX_NPAD": "256"}, "global dbias slice")
 
 
 @pytest.mark.cuda

@@ -196,13 +196,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         const int i = ib * kTileM + tid;
         if (tid < kTileM && i < N) {
             const int off = (ib & 1) * (kNumThreads / 32) * kTileM + tid;
-            float2 sum = make_float2(sPdp[off], sPsum[off]);
-#pragma unroll
-            for (int w = 1; w < kNumThreads / 32; ++w) {
-                sum.x += sPdp[off + w * kTileM];
-                sum.y += sPsum[off + w * kTileM];
-            }
-            reinterpret_cast<float2*>(p.dsum_partial)[jb * total_rows + row_base + i] = sum;
+            reinterpret_cast<float2*>(p.dsum_partial)[jb * total_rows + row_base + i] =
+                sum_staged_columns<kNumThreads / 32>(sPdp, sPsum, off, kTileM);
         }
     };
 
@@ -285,22 +280,9 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const B
         };
         dispatch_flag_pair(cosine, has_bm, elementwise);
 
-        {
-            static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
-            const int off = (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4;
-            float col[2];
-            column_sums_over_g(pdp, col);
-            *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
-            // P (before dropout) summed over the thread's two keys, then over the warp's 16
-            float psum[2 * kNT];
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                psum[2 * nt] = s[nt][0] + s[nt][2];
-                psum[2 * nt + 1] = s[nt][1] + s[nt][3];
-            }
-            column_sums_over_g(psum, col);
-            *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
-        }
+        // sums of P dP and of P (before dropout) over the warp's 16 keys, per query
+        static_assert(kNT == 8, "stage_warp_column_sums sums a 64-column tile");
+        stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
 
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q

@@ -238,13 +238,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int i = (qt_first + (it - gi * n_qt)) * kTileM + tid;
         if (tid >= kTileM || i >= L) return;
         const int h = hk * p.group + gi;
-        const int off = (it & 1) * (kNumThreads / 32) * kTileM + tid;
-        float sp = sPdp[off], ss = sPsum[off];
-#pragma unroll
-        for (int w = 1; w < kNumThreads / 32; ++w) {
-            sp += sPdp[off + w * kTileM];
-            ss += sPsum[off + w * kTileM];
-        }
+        const float2 sum =
+            sum_staged_columns<kNumThreads / 32>(sPdp, sPsum, (it & 1) * (kNumThreads / 32) * kTileM + tid, kTileM);
+        const float sp = sum.x, ss = sum.y;
         const int64_t row = (b * p.H + h) * int64_t(L) + i;
         const double bound = local_dp_bound(p, b, h);
         if (isfinite(sp) && isfinite(ss) && isfinite(bound)) {
@@ -313,21 +309,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         if (full) tile_grads(std::true_type{});
         else tile_grads(std::false_type{});
 
-        {
-            static_assert(kNT == 8, "column_sums_over_g sums a 64-column tile");
-            const int off = (st * (kNumThreads / 32) + warp) * kTileM + g * 8 + 2 * t4;
-            float col[2];
-            column_sums_over_g(pdp, col);
-            *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
-            float psum[2 * kNT];
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                psum[2 * nt] = s[nt][0] + s[nt][2];
-                psum[2 * nt + 1] = s[nt][1] + s[nt][3];
-            }
-            column_sums_over_g(psum, col);
-            *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
-        }
+        // sums of P dP and of P over the warp's 16 keys, per query
+        static_assert(kNT == 8, "stage_warp_column_sums sums a 64-column tile");
+        stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
 
         // dv += Pᵀ dout, dk += dSᵀ q
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
