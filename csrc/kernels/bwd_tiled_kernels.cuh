@@ -110,8 +110,13 @@ template <int kHeadDim> struct BwdKvSmem {
     static size_t bytes(bool has_bm) { return kFixedBytes + (has_bm ? kBmBytes : 0); }
 };
 
+// CTAs per SM the key-side kernel's register allocation must allow: at d = 32 shared memory holds 3
+// (71 KB each) and 3 x 4 warps fit in 167 registers without spilling (the default allocation took
+// 180, which capped it at 2); at d >= 64 shared memory caps it at 2 or 1 anyway.
+template <int kHeadDim> constexpr int bwd_kv_min_blocks() { return kHeadDim <= 32 ? 3 : 1; }
+
 template <typename Element, int kHeadDim, bool kDropout>
-__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_kv_kernel(const BwdParams p) {
+__global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) window_attn_bwd_kv_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
     constexpr int kDT = kHeadDim / 8;

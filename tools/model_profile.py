@@ -1,0 +1,101 @@
+"""Where a model step's GPU time goes (developer tool): torch.profiler over a few training (or
+inference) steps of a timm Swin model, swapped / ceiling / plain, eager or compiled, bf16 autocast,
+the same model construction and step as benchmarks/bench_models.py. Prints the GPU time per step
+of each kernel (names shortened), the total, and the share of this package's kernels.
+
+    python tools/model_profile.py [--model swinv2_tiny_window16_256] [--batch 64]
+        [--variants swap_compile,ceiling_compile] [--mode train|infer] [--steps 5]
+"""
+import argparse
+import collections
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import bench_models as bm  # noqa: E402
+from _model_variants import apply_ceiling, load_swap  # noqa: E402
+
+
+def short(name: str) -> str:
+    for key in ("fwa::", "triton_", "cutlass", "sm90_", "sm80_", "gemm", "elementwise", "reduce_kernel",
+                "Memset", "Memcpy"):
+        j = name.find(key)
+        if j >= 0:
+            name = name[j:]
+            break
+    return name.split("(")[0][:90]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="swinv2_tiny_window16_256")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--variants", default="swap_compile,ceiling_compile")
+    ap.add_argument("--mode", default="train", choices=["train", "infer"])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--top", type=int, default=30)
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    for key in args.variants.split(","):
+        v = bm.VARIANT_BY_KEY[key]
+        bm.reset_dynamo()
+        model = bm.build_model(args.model, 0, dev)
+        cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {})
+        size = cfg.get("input_size") or (3, *model.patch_embed.img_size)
+        x = torch.randn(args.batch, *size, device=dev)
+        y = torch.randint(0, model.num_classes, (args.batch,), device=dev)
+        if v.ceiling:
+            apply_ceiling(model)
+        if v.swap:
+            fn, why = load_swap()
+            assert fn is not None, why
+            model = fn(model) or model
+        runner = torch.compile(model) if v.compile else model
+        amp = dict(device_type="cuda", dtype=torch.bfloat16)
+        if args.mode == "train":
+            model.train()
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+            def step():
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast(**amp):
+                    loss = F.cross_entropy(runner(x), y)
+                loss.backward()
+                opt.step()
+        else:
+            model.eval()
+
+            def step():
+                with torch.no_grad(), torch.autocast(**amp):
+                    runner(x)
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.steps):
+                step()
+            torch.cuda.synchronize()
+        per = collections.OrderedDict()
+        calls = collections.Counter()
+        for ev in prof.events():
+            if ev.device_type == torch.autograd.DeviceType.CUDA:
+                n = short(ev.name)
+                per[n] = per.get(n, 0.0) + ev.device_time / args.steps
+                calls[n] += 1
+        total = sum(per.values())
+        ours = sum(t for n, t in per.items() if n.startswith("fwa::"))
+        print(f"\n== {args.model} bs{args.batch} {v.label} {args.mode}: GPU time per step {total / 1000:.2f} ms, "
+              f"flash_window_attn kernels {ours / 1000:.2f} ms, {len(per)} kernel names, "
+              f"{sum(calls.values()) // args.steps} launches per step")
+        for n, us in sorted(per.items(), key=lambda kv: -kv[1])[: args.top]:
+            print(f"  {us / 1000:7.3f} ms {100 * us / total:5.1f} % x{calls[n] // args.steps:<4d} {n}")
+        model = runner = opt = None
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
