@@ -75,10 +75,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(cons
     auto issue_loads = [&](int item) {
         const int64_t b = window_of(item);
         const int st = (item & 1) * kTile;
-        load_tile_async<Element, kHeadDim>(sQ + st, q_base + b * p.q.batch_stride, p.q.row_stride, 0, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sK + st, k_base + b * p.k.batch_stride, p.k.row_stride, 0, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sV + st, v_base + b * p.v.batch_stride, p.v.row_stride, 0, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sO + st, o_base + b * p.dout.batch_stride, p.dout.row_stride, 0, N, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sQ + st, q_base + b * p.q.batch_stride, p.q.row_stride, 0, N, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sK + st, k_base + b * p.k.batch_stride, p.k.row_stride, 0, N, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sV + st, v_base + b * p.v.batch_stride, p.v.row_stride, 0, N, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sO + st, o_base + b * p.dout.batch_stride, p.dout.row_stride, 0, N, d, tid);
     };
 
     if (has_bm) {

@@ -16,10 +16,43 @@ template <int kHeadDim> struct TileShape {
     static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per row
 };
 
-// Async copy of rows [row0, row0 + 64) of one (window, head) slice into a tile.
+// Async copy of rows [row0, row0 + 64) of one (window, head) slice into a tile. Thread tid copies
+// the 16-byte column chunk tid % kChunksPerRow of rows tid / kChunksPerRow + i * kRowStep: written
+// as a loop over i with the thread's row and column hoisted, the compiler strength-reduces the
+// addresses (written as a loop over c = tid, tid + 128, ... it re-derived row, column, a 64-bit
+// row offset and a trip-count branch per chunk: ncu, H100, ~25 instructions per 16-byte copy, a
+// third of the forward kernel's instructions at N = 256).
 template <typename Element, int kHeadDim>
 FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_stride, int row0,
                                 int N, int d, int tid) {
+    using S = TileShape<kHeadDim>;
+    constexpr int kTotal = kTileM * S::kChunksPerRow;
+    static_assert(kTotal % kNumThreads == 0 && kNumThreads % S::kChunksPerRow == 0,
+                  "every thread copies the same number of chunks, all in one column");
+    constexpr int kIters = kTotal / kNumThreads;
+    constexpr int kRowStep = kNumThreads / S::kChunksPerRow;
+    const int r = tid / S::kChunksPerRow;
+    const int cc = (tid % S::kChunksPerRow) * 8;
+    const bool col_ok = cc < d;
+    const Element* g = src + int64_t(row0 + r) * row_stride + cc;
+    const int64_t g_step = int64_t(kRowStep) * row_stride;
+    const uint32_t s = smem_u32(tile + r * S::kPitch + cc);
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+        const bool valid = col_ok && row0 + r + i * kRowStep < N;
+        cp_async_16(s + uint32_t(i * kRowStep * S::kPitch * sizeof(Element)), valid ? g + i * g_step : src,
+                    valid ? 16 : 0);
+    }
+}
+
+// The same copy with the row, column and address of every chunk derived inside the loop: more
+// instructions per chunk, fewer live registers. For the kernels whose register allocation grows
+// past an occupancy step with the hoisted form above (ptxas, sm_90a: the small-window backward at
+// d = 64 168 -> 232 registers, the sliding-window backward kernels 128 -> 166 (q, d = 32) and
+// 164 -> 236 (q, d = 64)).
+template <typename Element, int kHeadDim>
+FWA_DEVICE void load_tile_async_compact(Element* tile, const Element* src, int64_t row_stride,
+                                        int row0, int N, int d, int tid) {
     using S = TileShape<kHeadDim>;
     constexpr int kTotal = kTileM * S::kChunksPerRow;
 #pragma unroll
@@ -34,15 +67,21 @@ FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_s
 }
 
 // Async copy of a 64x64 fp32 block of the padded bias+mask slice (row pitch src_pitch, always in
-// bounds: the slice is Npad x Npad) into a tile with row pitch dst_pitch (a multiple of 4).
+// bounds: the slice is Npad x Npad) into a tile with row pitch dst_pitch (a multiple of 4). Same
+// thread-to-chunk map as load_tile_async: column chunk tid % 16, rows tid / 16 + 8 i.
 FWA_DEVICE void load_bm_tile_async(float* dst, int dst_pitch, const float* src, int64_t src_pitch,
                                    int tid) {
     constexpr int kChunks = kTileN / 4;   // 16-byte chunks per row
+    static_assert(kTileM * kChunks % kNumThreads == 0 && kNumThreads % kChunks == 0, "even split");
+    constexpr int kIters = kTileM * kChunks / kNumThreads;
+    constexpr int kRowStep = kNumThreads / kChunks;
+    const int r = tid / kChunks, cc = (tid % kChunks) * 4;
+    const float* g = src + int64_t(r) * src_pitch + cc;
+    const int64_t g_step = int64_t(kRowStep) * src_pitch;
+    const uint32_t s = smem_u32(dst + r * dst_pitch + cc);
+    const uint32_t s_step = uint32_t(kRowStep * dst_pitch * sizeof(float));
 #pragma unroll
-    for (int c = tid; c < kTileM * kChunks; c += kNumThreads) {
-        const int r = c / kChunks, cc = (c % kChunks) * 4;
-        cp_async_16(smem_u32(dst + r * dst_pitch + cc), src + int64_t(r) * src_pitch + cc, 16);
-    }
+    for (int i = 0; i < kIters; ++i) cp_async_16(s + i * s_step, g + i * g_step, 16);
 }
 
 // A fragment (16 rows x 16 columns starting at (row0, col0)) of a row-major tile.

@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int qt = qt_first + (item - gi * n_qt);
         const int h = hk * p.group + gi;
         const int st = item & 1;
-        load_tile_async<Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d, tid);
-        load_tile_async<Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM, L, d,
+        load_tile_async_compact<Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM, L, d,
                                            tid);
         if (tid < kTileM) {
             // Rows >= L get lse = D = 0 (zero-fill); they are masked below (query_hi <= L - 1)
@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         }
     };
 
-    load_tile_async<Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
-    load_tile_async<Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
+    load_tile_async_compact<Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
+    load_tile_async_compact<Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
     issue_loads(0);
     cp_async_commit();
 
@@ -394,13 +394,13 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
     auto issue_kv = [&](int kt, int st) {
-        load_tile_async<Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
-        load_tile_async<Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
+        load_tile_async_compact<Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
     };
-    load_tile_async<Element, kHeadDim>(
+    load_tile_async_compact<Element, kHeadDim>(
         sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
         L, d, tid);
-    load_tile_async<Element, kHeadDim>(
+    load_tile_async_compact<Element, kHeadDim>(
         sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
         p.dout.row_stride, row0, L, d, tid);
     issue_kv(kt_first, 0);
