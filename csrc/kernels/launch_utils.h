@@ -39,13 +39,17 @@ inline size_t max_smem_per_block() {
 }
 
 // Raises the kernel's dynamic shared-memory limit (once per device and size) and returns how many
-// CTAs of kNumThreads threads fit on one SM. One instantiation per kernel, so the caches are too.
+// CTAs of `threads` threads fit on one SM. One instantiation per kernel, so the caches are too.
+// The occupancy answers are cached per device in a small open-addressed table, each entry one
+// 64-bit word (key and answer together: no torn reads between threads). A launcher may ask for
+// several shared-memory sizes per call (the forward scores 2 placements x 3 pipeline depths) and a
+// model calls it with several window sizes: with 8 direct-mapped slots those keys evicted each
+// other, and every call paid ~6 occupancy queries (~1 us each) on the host.
 template <auto Kernel>
 cudaError_t prepare_kernel(size_t smem, int threads, int* ctas_per_sm) {
-    constexpr int kSlots = 8;   // occupancy answers cached per device, keyed by (smem, threads)
+    constexpr int kSlots = 32;
     static std::atomic<long long> configured[kMaxDevices] = {};
-    static std::atomic<long long> occ_key[kMaxDevices][kSlots] = {};
-    static std::atomic<int> occ_val[kMaxDevices][kSlots] = {};
+    static std::atomic<long long> occ[kMaxDevices][kSlots] = {};
     const int dev = current_device();
     const long long want = static_cast<long long>(smem);
     if (smem > max_smem_per_block()) return cudaErrorInvalidValue;   // not set: no sticky error
@@ -55,20 +59,32 @@ cudaError_t prepare_kernel(size_t smem, int threads, int* ctas_per_sm) {
         if (err != cudaSuccess) return err;
         configured[dev].store(want, std::memory_order_relaxed);
     }
-    const long long key = (want << 12) + threads + 1;
+    // entry = (key << 16) | answer, key = smem * 2048 + threads + 1 (never 0: 0 marks an empty slot)
+    const long long key = want * 2048 + threads + 1;
+    const int home = static_cast<int>((want / 16 * 31 + threads) % kSlots);
     for (int i = 0; i < kSlots; ++i) {
-        if (occ_key[dev][i].load(std::memory_order_acquire) == key) {
-            *ctas_per_sm = occ_val[dev][i].load(std::memory_order_relaxed);
+        const long long e = occ[dev][(home + i) % kSlots].load(std::memory_order_relaxed);
+        if (e == 0) break;
+        if ((e >> 16) == key) {
+            *ctas_per_sm = static_cast<int>(e & 0xffff);
             return cudaSuccess;
         }
     }
     int n = 0;
     cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, threads, smem);
     if (err != cudaSuccess) return err;
-    n = n > 0 ? n : 1;
-    const int slot = static_cast<int>((want / 16 + threads) % kSlots);
-    occ_val[dev][slot].store(n, std::memory_order_relaxed);
-    occ_key[dev][slot].store(key, std::memory_order_release);
+    n = n > 0 ? (n < 0xffff ? n : 0xffff) : 1;
+    const long long entry = (key << 16) | n;
+    int slot = home;   // the first empty slot on the probe path; the home slot when the table is full
+    for (int i = 0; i < kSlots; ++i) {
+        long long expected = 0;
+        if (occ[dev][(home + i) % kSlots].compare_exchange_strong(expected, entry, std::memory_order_relaxed)) {
+            slot = -1;
+            break;
+        }
+        if ((expected >> 16) == key) { slot = -1; break; }   // another thread cached it meanwhile
+    }
+    if (slot >= 0) occ[dev][slot].store(entry, std::memory_order_relaxed);
     *ctas_per_sm = n;
     return cudaSuccess;
 }
