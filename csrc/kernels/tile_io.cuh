@@ -46,10 +46,10 @@ FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_s
 }
 
 // The same copy with the row, column and address of every chunk derived inside the loop: more
-// instructions per chunk, fewer live registers. For the kernels whose register allocation grows
-// past an occupancy step with the hoisted form above (ptxas, sm_90a: the small-window backward at
-// d = 64 168 -> 232 registers, the sliding-window backward kernels 128 -> 166 (q, d = 32) and
-// 164 -> 236 (q, d = 64)).
+// instructions per chunk, fewer live registers. Used by the small-window backward and both
+// sliding-window backward kernels, where the hoisted form above cost registers (ptxas, sm_90a:
+// small-window backward at d = 64 168 -> 232; sliding-window query side 128 -> 166 at d = 32 and
+// 164 -> 236 at d = 64; its key side spilled at d = 128).
 template <typename Element, int kHeadDim>
 FWA_DEVICE void load_tile_async_compact(Element* tile, const Element* src, int64_t row_stride,
                                         int row0, int N, int d, int tid) {
