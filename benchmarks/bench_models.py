@@ -219,6 +219,23 @@ def build_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
     return model.to(device)
 
 
+def make_step(runner: Callable, x: torch.Tensor, y: torch.Tensor, amp: Dict, opt=None) -> Callable[[], object]:
+    """One inference step (``opt`` None: no grad, returns the output) or one training step
+    (cross-entropy, backward, ``opt.step()``) of ``runner`` on ``x`` under ``torch.autocast(**amp)``."""
+    if opt is None:
+        def step():
+            with torch.no_grad(), torch.autocast(**amp):
+                return runner(x)
+    else:
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(**amp):
+                loss = F.cross_entropy(runner(x), y)
+            loss.backward()
+            opt.step()
+    return step
+
+
 def run_variant(v: Variant, model_name: str, x: torch.Tensor, y: torch.Tensor, args, device: torch.device,
                 swap: Tuple[Optional[Callable], Optional[str]]) -> Dict:
     rec: Dict[str, object] = {"letter": v.letter, "label": v.label, "status": "ok"}
@@ -269,24 +286,12 @@ def run_variant(v: Variant, model_name: str, x: torch.Tensor, y: torch.Tensor, a
         try:
             if mode == "infer":
                 model.eval()
-
-                def step():
-                    with torch.no_grad(), torch.autocast(**amp):
-                        return runner(x)
-
                 warmup, iters = args.warmup, args.infer_iters
             else:
                 model.train()
                 opt = make_optimizer(args.optimizer, model.parameters(), device)
-
-                def step():
-                    opt.zero_grad(set_to_none=True)
-                    with torch.autocast(**amp):
-                        loss = F.cross_entropy(runner(x), y)
-                    loss.backward()
-                    opt.step()
-
                 warmup, iters = args.warmup, args.iters
+            step = make_step(runner, x, y, amp, opt)
             t = time_steps(step, warmup, iters, device)
             peak, base = peak_memory(step, device)
             rec[f"{mode}_ms"] = t["ms"]

@@ -5,15 +5,21 @@ warm-up; prints the mean time per iteration of each kernel (CUDA time, not wall 
     python tools/kernel_breakdown.py [--configs 1,4] [--dtype bf16]
 """
 import argparse
-import collections
 import os
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import bench_window_attention as bw  # noqa: E402
+from _kernel_times import gpu_time_by_kernel  # noqa: E402
+
+
+def short(name: str) -> str:
+    for key in ("window_attn_", "local_attn_", "reduce_", "build_bm", "elementwise", "Memset", "Memcpy"):
+        if key in name:
+            return name[name.find(key):].split("<")[0].split("(")[0]
+    return name[:60]
 
 
 def main() -> None:
@@ -32,26 +38,7 @@ def main() -> None:
             out = bw.impl_ours(*a)
             torch.autograd.grad(out, bw.grad_leaves(inp), inp["dout"])
 
-        for _ in range(5):
-            step()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.iters):
-                step()
-            torch.cuda.synchronize()
-        per = collections.OrderedDict()
-        for ev in prof.events():
-            if ev.device_type == torch.autograd.DeviceType.CUDA:
-                name = ev.name
-                for key in ("window_attn_", "local_attn_", "reduce_", "build_bm", "elementwise", "Memset",
-                            "Memcpy"):
-                    if key in name:
-                        j = name.find(key)
-                        name = name[j:].split("<")[0].split("(")[0]
-                        break
-                else:
-                    name = name[:60]
-                per[name] = per.get(name, 0.0) + ev.device_time / args.iters
+        per, _ = gpu_time_by_kernel(step, args.iters, short)
         total = sum(per.values())
         print(f"\n{cfg.name} {args.dtype}: GPU time per fwd+bwd {total / 1000:.3f} ms")
         for name, us in sorted(per.items(), key=lambda kv: -kv[1]):

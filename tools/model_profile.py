@@ -7,17 +7,15 @@ of each kernel (names shortened), the total, and the share of this package's ker
         [--variants swap_compile,ceiling_compile] [--mode train|infer] [--steps 5]
 """
 import argparse
-import collections
 import os
 import sys
 
 import torch
-import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import bench_models as bm  # noqa: E402
 from _model_variants import apply_ceiling, load_swap  # noqa: E402
+from _kernel_times import gpu_time_by_kernel  # noqa: E402  (tools/, the script's directory)
 
 
 def short(name: str) -> str:
@@ -55,44 +53,21 @@ def main() -> None:
             assert fn is not None, why
             model = fn(model) or model
         runner = torch.compile(model) if v.compile else model
-        amp = dict(device_type="cuda", dtype=torch.bfloat16)
         if args.mode == "train":
             model.train()
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-            def step():
-                opt.zero_grad(set_to_none=True)
-                with torch.autocast(**amp):
-                    loss = F.cross_entropy(runner(x), y)
-                loss.backward()
-                opt.step()
         else:
             model.eval()
-
-            def step():
-                with torch.no_grad(), torch.autocast(**amp):
-                    runner(x)
-        for _ in range(5):
-            step()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.steps):
-                step()
-            torch.cuda.synchronize()
-        per = collections.OrderedDict()
-        calls = collections.Counter()
-        for ev in prof.events():
-            if ev.device_type == torch.autograd.DeviceType.CUDA:
-                n = short(ev.name)
-                per[n] = per.get(n, 0.0) + ev.device_time / args.steps
-                calls[n] += 1
+            opt = None
+        step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16), opt)
+        per, calls = gpu_time_by_kernel(step, args.steps, short)
         total = sum(per.values())
         ours = sum(t for n, t in per.items() if n.startswith("fwa::"))
         print(f"\n== {args.model} bs{args.batch} {v.label} {args.mode}: GPU time per step {total / 1000:.2f} ms, "
               f"flash_window_attn kernels {ours / 1000:.2f} ms, {len(per)} kernel names, "
-              f"{sum(calls.values()) // args.steps} launches per step")
+              f"{sum(calls.values())} launches per step")
         for n, us in sorted(per.items(), key=lambda kv: -kv[1])[: args.top]:
-            print(f"  {us / 1000:7.3f} ms {100 * us / total:5.1f} % x{calls[n] // args.steps:<4d} {n}")
+            print(f"  {us / 1000:7.3f} ms {100 * us / total:5.1f} % x{calls[n]:<4d} {n}")
         model = runner = opt = None
         torch.cuda.empty_cache()
 
