@@ -46,10 +46,10 @@ FWA_DEVICE void load_tile_async(Element* tile, const Element* src, int64_t row_s
 }
 
 // The same copy with the row, column and address of every chunk derived inside the loop: more
-// instructions per chunk, fewer live registers. Used by the small-window backward and both
-// sliding-window backward kernels, where the hoisted form above cost registers (ptxas, sm_90a:
-// small-window backward at d = 64 168 -> 232; sliding-window query side 128 -> 166 at d = 32 and
-// 164 -> 236 at d = 64; its key side spilled at d = 128).
+// instructions per chunk, fewer live registers. For the kernels whose register allocation grows
+// past an occupancy step with the hoisted form above (ptxas, sm_90a: the small-window backward at
+// d = 64 168 -> 232 registers; the sliding-window query side 128 -> 166 at d = 32 and 164 -> 236
+// at d = 64; its key side spilled at d = 128).
 template <typename Element, int kHeadDim>
 FWA_DEVICE void load_tile_async_compact(Element* tile, const Element* src, int64_t row_stride,
                                         int row0, int N, int d, int tid) {
@@ -64,6 +64,15 @@ FWA_DEVICE void load_tile_async_compact(Element* tile, const Element* src, int64
         const Element* g = valid ? src + row * row_stride + cc * 8 : src;
         cp_async_16(smem_u32(tile + r * S::kPitch + cc * 8), g, valid ? 16 : 0);
     }
+}
+
+// load_tile_async (kHoisted) or load_tile_async_compact: the form a kernel uses, per head dim, is
+// the one whose register count (ptxas -v, sm_90a) does not cost it an occupancy step.
+template <bool kHoisted, typename Element, int kHeadDim>
+FWA_DEVICE void load_tile_async_form(Element* tile, const Element* src, int64_t row_stride, int row0,
+                                     int N, int d, int tid) {
+    if constexpr (kHoisted) load_tile_async<Element, kHeadDim>(tile, src, row_stride, row0, N, d, tid);
+    else load_tile_async_compact<Element, kHeadDim>(tile, src, row_stride, row0, N, d, tid);
 }
 
 // Async copy of a 64x64 fp32 block of the padded bias+mask slice (row pitch src_pitch, always in
