@@ -6,9 +6,10 @@
 # Environment variables read here:
 #   FLASH_WINDOW_ATTN_CPU_ONLY=1  build a CppExtension from csrc/ops/*.cpp only (no .cu file, no
 #                                 csrc/ops/*_cuda*.cpp), with -DFWA_CPU_ONLY: no nvcc needed.
-#   TORCH_CUDA_ARCH_LIST          archs to compile for. If unset and no GPU is visible it is set to
-#                                 "8.0;9.0a" so that a GPU-less build host still builds every kernel
-#                                 (CUDA sources are never dropped because no GPU is visible).
+#   TORCH_CUDA_ARCH_LIST          archs to compile for. If unset: the visible GPUs' archs (compute
+#                                 capability 9.0 as "9.0a", which the wgmma kernels need), or, when
+#                                 no GPU is visible, "8.0;9.0a", so that a GPU-less build host still
+#                                 builds every kernel (CUDA sources are never dropped).
 #   FWA_PTXAS_VERBOSE=1           pass -Xptxas=-v to nvcc (register / spill report per kernel).
 #   MAX_JOBS                      parallel compile jobs (handled by torch's BuildExtension + ninja).
 import glob
@@ -61,8 +62,14 @@ def get_extensions():
             )
         ]
 
-    if not os.environ.get("TORCH_CUDA_ARCH_LIST") and not torch.cuda.is_available():
-        os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0a"
+    if not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        if torch.cuda.is_available():
+            # the visible GPUs' archs, Hopper as sm_90a (its wgmma kernels need the "a" target)
+            caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+            os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(f"{a}.{b}" + ("a" if (a, b) == (9, 0) else "") for a, b in caps)
+        else:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0a"
+    archs = [a.strip().lower() for a in os.environ["TORCH_CUDA_ARCH_LIST"].replace(" ", ";").split(";") if a.strip()]
 
     nvcc_flags = [
         "-O3",
@@ -77,6 +84,9 @@ def get_extensions():
         "-U__CUDA_NO_HALF2_OPERATORS__",
         "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
     ]
+    # The sm_90a (wgmma) kernels run only when the build has sm_90a code: the host dispatch checks this.
+    if any(a.startswith("9.0a") for a in archs):
+        nvcc_flags.append("-DFWA_SM90A_BUILT")
     if env_flag("FWA_PTXAS_VERBOSE"):
         nvcc_flags.append("-Xptxas=-v")
 

@@ -213,6 +213,36 @@ def test_grid_cuda(case, seed):
     _run_grid_case(case, seed, "cuda")
 
 
+@pytest.mark.cuda
+def test_grid_cuda_mma_sync_forward_in_subprocess():
+    """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 forward (d > 32) runs the
+    wgmma kernel (test_grid_cuda checks it); FWA_LOCAL_FWD_WGMMA=0 selects the mma.sync kernel that
+    every other GPU runs. The fp16 / bf16 grid at d 64 and 128 must pass through it too: a child
+    process, since the switch is read once per process."""
+    env = {"FWA_LOCAL_FWD_WGMMA": "0"}
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_local_attention as t\n"
+        "n = 0\n"
+        "for p in t._grid(['fp16', 'bf16'], extra_L=(4096,)):\n"
+        "    case, seed = p.values\n"
+        "    if case['d'] > 32:\n"
+        "        t._run_grid_case(case, seed, 'cuda')\n"
+        "        n += 1\n"
+        "print('ok', n)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                         env=dict(os.environ, **env))
+    assert res.returncode == 0 and "ok" in res.stdout, (
+        f"{env}: exit code {res.returncode}\nstdout:\n{res.stdout[-2000:]}\nstderr:\n{res.stderr[-4000:]}")
+    assert int(res.stdout.split()[-1]) >= 20, res.stdout
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("band", [(-1, -1, 1), (-1, 0, 1), (3, 2, 1), (0, 0, 1), (1, 1, 5), (2, 0, 4), (0, 4, 3),
                                   (-1, 1, 6), (2, -1, 2), (2 ** 40, 0, 3), (0, 2 ** 62, 2 ** 62), (1, 1, 2 ** 62)])

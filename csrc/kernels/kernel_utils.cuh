@@ -135,11 +135,11 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNormEps = 1e-12f;
 // One online-softmax step for row r (0 or 1) of a thread's C fragments: s holds the tile's logits in
 // log2 units, mx their row max over the quad. Updates row_max / row_sum, replaces s by
-// exp2(s - max) and rescales the output accumulator by exp2(old max - new max). A row with no
-// finite logit so far keeps max -inf and uses 0, so that exp2(-inf - 0) = 0 instead of NaN.
-template <int kNT, int kDT>
-FWA_DEVICE void online_softmax_row(float (&s)[kNT][4], float (&o_acc)[kDT][4], int r, float mx,
-                                   float& row_max, float& row_sum) {
+// exp2(s - max) and returns the factor exp2(old max - new max) by which the output accumulator's
+// row must be rescaled. A row with no finite logit so far keeps max -inf and uses 0, so that
+// exp2(-inf - 0) = 0 instead of NaN.
+template <int kNT>
+FWA_DEVICE float online_softmax_row_p(float (&s)[kNT][4], int r, float mx, float& row_max, float& row_sum) {
     const float m_new = fmaxf(row_max, mx);
     const float m_use = m_new == -INFINITY ? 0.f : m_new;
     const float corr = fast_exp2(row_max - m_use);
@@ -155,11 +155,23 @@ FWA_DEVICE void online_softmax_row(float (&s)[kNT][4], float (&o_acc)[kDT][4], i
         else sum_odd += e0 + e1;
     }
     row_sum = row_sum * corr + (sum_even + sum_odd);
+    return corr;
+}
+
+template <int kDT>
+FWA_DEVICE void rescale_acc_row(float (&o_acc)[kDT][4], int r, float corr) {
 #pragma unroll
     for (int i = 0; i < kDT; ++i) {
         o_acc[i][2 * r] *= corr;
         o_acc[i][2 * r + 1] *= corr;
     }
+}
+
+// online_softmax_row_p, then the output accumulator's row rescaled.
+template <int kNT, int kDT>
+FWA_DEVICE void online_softmax_row(float (&s)[kNT][4], float (&o_acc)[kDT][4], int r, float mx,
+                                   float& row_max, float& row_sum) {
+    rescale_acc_row(o_acc, r, online_softmax_row_p(s, r, mx, row_max, row_sum));
 }
 
 // float32(ln 100): the clamp bound of Swin V2's logit scale.

@@ -2,8 +2,12 @@
 // instantiations (csrc/kernels/local/instantiations/). Torch-free.
 #include "local_attn.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "../launch_utils.h"
 
 namespace fwa {
 
@@ -22,8 +26,41 @@ int local_attn_head_dim_bucket(int d) {
         }                                                                      \
     }()
 
+bool local_fwd_wgmma_enabled() {
+#ifdef FWA_SM90A_BUILT
+    static const bool allowed = [] {
+        const char* e = std::getenv("FWA_LOCAL_FWD_WGMMA");
+        return !(e != nullptr && e[0] == '0');
+    }();
+    if (!allowed) return false;
+    // per device: 0 = not asked yet, 1 = no, 2 = yes
+    static std::atomic<int> cache[kMaxDevices] = {};
+    const int dev = current_device();
+    int v = cache[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return false;
+        }
+        v = major == 9 && minor == 0 ? 2 : 1;
+        cache[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
+#else
+    return false;
+#endif
+}
+
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
+    const bool wgmma = local_fwd_wgmma_enabled();
     return FWA_LOCAL_HEADDIM_SWITCH(p.d, [&] {
+        if constexpr (kHeadDim >= 64) {   // d <= 32: the mma.sync kernel
+            if (wgmma)
+                return dt == Dtype::kFloat16 ? run_local_fwd_wgmma<__half, kHeadDim>(p, s)
+                                             : run_local_fwd_wgmma<__nv_bfloat16, kHeadDim>(p, s);
+        }
         return dt == Dtype::kFloat16 ? run_local_fwd<__half, kHeadDim>(p, s)
                                      : run_local_fwd<__nv_bfloat16, kHeadDim>(p, s);
     });

@@ -1,0 +1,256 @@
+// Local-attention forward on Hopper warpgroup MMA (wgmma, sm_90a), fp16/bf16, head dim 64 or 128
+// (d <= 32 runs the mma.sync kernel), fp32 accumulation. Same work split, band walk, masking,
+// online softmax and outputs as local_fwd_kernel.cuh (the mma.sync kernel, used on every other
+// device); the two products change:
+//   S (64 x 64)  = q kᵀ: kHeadDim / 16 wgmma m64n64k16, q and k read from shared memory;
+//   O (64 x d)  += P v:  4 wgmma m64n{d}k16 per key tile, P from registers (the S accumulators
+//                        packed to 16 bits: each warp's 16 rows of a wgmma accumulator are laid out
+//                        as the mma.sync C fragment, and the register A operand is the mma.sync A
+//                        fragment), v read from shared memory transposed (MN-major).
+// One CTA = one warpgroup (4 warps, warp w owns rows 16 w .. 16 w + 15 of the 64-query tile).
+// Tiles live in shared memory with the 128-byte swizzle (see load_tile_sw128_async); the
+// unswizzled core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
+//
+// Schedule: per key tile, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
+// next tile's copies overlap this tile's products), 2-3 CTAs per SM overlap each other's softmax
+// and products. (An FA3-style overlap inside the warpgroup, S of tile j issued with P v of tile
+// j - 1 and the softmax between them, with v triple-buffered, measured 2-7 % slower on the H100 at
+// d = 64 and 128: more registers, one CTA per SM less at d = 64; session 9.)
+#pragma once
+#include <type_traits>
+
+#include "../launch_utils.h"
+#include "../warp_mma.cuh"
+#include "../wgmma.cuh"
+#include "local_attn.h"
+
+namespace fwa {
+
+template <int kHeadDim> struct LocalFwdWgmmaSmem {
+    static constexpr int kTileBytes = kTileM * kHeadDim * 2;   // a multiple of 1024
+    static constexpr int kKStages = 2, kVStages = 2;
+    // q, k stages, v stages; the output is staged (padded rows) in the k stages at the end.
+    // +1 KB: the tiles start at the first 1024-byte-aligned shared address (128-byte swizzle).
+    static constexpr size_t kBytes = size_t(1 + kKStages + kVStages) * kTileBytes + 1024;
+    static_assert(size_t(kTileM) * (kHeadDim + 8) * 2 <= size_t(kKStages) * kTileBytes, "output staging fits");
+};
+
+template <int kHeadDim> constexpr int local_fwd_wgmma_min_blocks() { return kHeadDim <= 64 ? 3 : 2; }
+
+// 128-byte swizzle layout of a 64 x kHeadDim tile: 64-column panels of 64 rows x 128 bytes (8 KB,
+// 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row.
+// Async copy of rows [row0, row0 + 64): each thread keeps one column chunk and steps kRowStep rows
+// (a multiple of 8, so its swizzled position is fixed). Rows >= L and columns >= d are zero-filled.
+template <typename Element, int kHeadDim>
+FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
+                                      int L, int d, int tid) {
+    constexpr int kCPR = kHeadDim / 8;
+    static_assert(kHeadDim == 64 || kHeadDim == 128, "64-column panels");
+    constexpr int kIters = kTileM * kCPR / kNumThreads;
+    constexpr int kRowStep = kNumThreads / kCPR;
+    const int r = tid / kCPR, j = tid % kCPR;
+    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+    const bool col_ok = j * 8 < d;
+    const Element* g = src + int64_t(row0 + r) * row_stride + j * 8;
+    const int64_t g_step = int64_t(kRowStep) * row_stride;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+        const bool valid = col_ok && row0 + r + i * kRowStep < L;
+        cp_async_16(s + uint32_t(i * kRowStep * 128), valid ? g + i * g_step : src, valid ? 16 : 0);
+    }
+}
+
+// Descriptors of the swizzled tiles (offsets measured on the H100, session 9): q / k are K-major,
+// 8-row groups 1024 bytes apart (the leading offset is unused); a k16 step is 32 bytes within a
+// panel. v is MN-major: 64-column panels 8 KB apart (leading), 8-key groups 1024 bytes (stride);
+// a k16 step (16 keys) is 2048 bytes.
+FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
+    return wgmma_desc(tile + (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024, 1);
+}
+FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
+
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads, local_fwd_wgmma_min_blocks<kHeadDim>())
+local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
+#if FWA_HAS_WGMMA
+    using Tr = ElementTraits<Element>;
+    using Smem = LocalFwdWgmmaSmem<kHeadDim>;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+    constexpr int kKK = kTileN / 16;
+    constexpr uint32_t kTB = Smem::kTileBytes;
+
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    const uint32_t smem_base = smem_u32(smem_raw);
+    const uint32_t sQ = (smem_base + 1023u) & ~1023u;
+    const uint32_t sK = sQ + kTB;                        // kKStages stages
+    const uint32_t sV = sK + Smem::kKStages * kTB;       // kVStages stages
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int L = p.L, d = p.d;
+    const int n_m = (L + kTileM - 1) / kTileM;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
+    const int h = static_cast<int>(bid % p.H);
+    const int64_t b = bid / p.H;
+    const int hk = h / p.group;
+
+    const LocalBand band = p.band();
+    const int row0 = m_block * kTileM;
+    const int kt_first = static_cast<int>(band.key_tile_first(m_block));
+    const int kt_last = static_cast<int>(band.key_tile_last(m_block));
+    const int n_tiles = kt_last - kt_first + 1;   // >= 1: the diagonal tile
+    const int full_lo = static_cast<int>(band.key_lo(band.tile_last_row(m_block)));
+    const int full_hi = static_cast<int>(band.key_hi(row0));
+    RowInterval iv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = row0 + warp * 16 + g + 8 * r;
+        iv[r].set(band.key_lo(row), band.key_hi(row), L);
+    }
+
+    const Element* q_base = static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride;
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
+    auto k_stage = [&](int it) { return sK + (it % Smem::kKStages) * kTB; };
+    auto v_stage = [&](int it) { return sV + (it % Smem::kVStages) * kTB; };
+    auto issue_kv = [&](int it) {
+        load_tile_sw128_async<Element, kHeadDim>(k_stage(it), k_base, p.k.row_stride, (kt_first + it) * kTileN, L, d, tid);
+        load_tile_sw128_async<Element, kHeadDim>(v_stage(it), v_base, p.v.row_stride, (kt_first + it) * kTileN, L, d, tid);
+    };
+
+    load_tile_sw128_async<Element, kHeadDim>(sQ, q_base, p.q.row_stride, row0, L, d, tid);
+    issue_kv(0);
+    cp_async_commit();
+
+    const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
+    float o_acc[kDT][4];
+    zero_acc(o_acc);
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+    float s[kNT][4];
+    uint32_t pa[kKK][4];   // P of the current tile, 16 bits
+
+    // Scale and mask tile `it`'s logits in s, online softmax; corr[r] is the factor O's row r must be
+    // rescaled by before tile `it`'s P v is added.
+    auto softmax_tile = [&](int it, float (&corr)[2]) {
+        const int key0 = (kt_first + it) * kTileN;
+        const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+        auto run = [&](auto full_tag) {
+            constexpr bool kFull = decltype(full_tag)::value;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx_even = -INFINITY, mx_odd = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt) {
+                    float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
+                    if constexpr (!kFull) {
+                        const int j = key0 + nt * 8 + 2 * t4;
+                        if (!iv[r].contains(j)) x0 = -INFINITY;
+                        if (!iv[r].contains(j + 1)) x1 = -INFINITY;
+                    }
+                    s[nt][2 * r] = x0;
+                    s[nt][2 * r + 1] = x1;
+                    if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+                    else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
+                }
+                corr[r] = online_softmax_row_p(s, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
+            }
+        };
+        if (full) run(std::true_type{});
+        else run(std::false_type{});
+    };
+    auto pack_p = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < kKK; ++kk) {
+            pa[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
+            pa[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
+            pa[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        }
+    };
+    auto issue_s = [&](int it) {
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks)
+            wgmma_s64<Element>(s, qk_desc(sQ, ks), qk_desc(k_stage(it), ks), ks > 0);
+        wgmma_commit();
+    };
+    auto issue_pv = [&](int it) {
+#pragma unroll
+        for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(v_stage(it), kk), 1);
+        wgmma_commit();
+    };
+
+    // Top of iteration it: tile it's copies landed for every thread and every warp finished
+    // iteration it - 1, so tile it + 1 may go to the stages of tile it - 1.
+    for (int it = 0; it < n_tiles; ++it) {
+        cp_async_wait<0>();
+        fence_proxy_async_smem();   // this thread's copies -> visible to wgmma's reads
+        __syncthreads();
+        if (it + 1 < n_tiles) issue_kv(it + 1);
+        cp_async_commit();
+
+        wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
+        issue_s(it);
+        wgmma_wait<0>();
+        wgmma_fence_operand(s);
+        float corr[2];
+        softmax_tile(it, corr);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+        pack_p();
+        wgmma_fence();
+        issue_pv(it);
+        wgmma_wait<0>();
+        wgmma_fence_operand(o_acc);
+    }
+
+    // Epilogue: normalise, stage the rows (padded row layout) in the k stages, store 16-byte chunks.
+    __syncthreads();   // every warp's products are done (the k stages are free)
+    constexpr int kPitch = kHeadDim + 8;
+    Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
+    Element* sOut = reinterpret_cast<Element*>(smem_raw + (sK - smem_base)) + warp * 16 * kPitch;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lrow = g + 8 * r;
+        const int row = row0 + warp * 16 + lrow;
+        const float l = quad_sum(row_sum[r]);
+        const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
+        if (row < L && t4 == 0)
+            p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+#pragma unroll
+        for (int i = 0; i < kDT; ++i)
+            *reinterpret_cast<uint32_t*>(sOut + lrow * kPitch + i * 8 + 2 * t4) =
+                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < 16 * kDT; c += 32) {
+        const int lrow = c / kDT, col = (c % kDT) * 8;
+        const int row = row0 + warp * 16 + lrow;
+        if (row < L && col < d)
+            *reinterpret_cast<uint4*>(out + int64_t(row) * p.out.row_stride + col) =
+                *reinterpret_cast<const uint4*>(sOut + lrow * kPitch + col);
+    }
+#else
+    __trap();   // launched only where the sm_90a code exists (local_fwd_wgmma_enabled)
+#endif
+}
+
+template <typename Element, int kHeadDim>
+cudaError_t launch_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t stream) {
+    const int64_t n_m = (int64_t(p.L) + kTileM - 1) / kTileM;
+    const int64_t grid = n_m * p.H * p.B;
+    if (grid == 0) return cudaSuccess;
+    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    constexpr size_t smem = LocalFwdWgmmaSmem<kHeadDim>::kBytes;
+    int ctas = 0;
+    cudaError_t err = prepare_kernel<local_attn_fwd_wgmma_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+    if (err != cudaSuccess) return err;
+    local_attn_fwd_wgmma_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa
