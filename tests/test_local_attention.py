@@ -214,12 +214,13 @@ def test_grid_cuda(case, seed):
 
 
 @pytest.mark.cuda
-def test_grid_cuda_mma_sync_forward_in_subprocess():
-    """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 forward (d > 32) runs the
-    wgmma kernel (test_grid_cuda checks it); FWA_LOCAL_FWD_WGMMA=0 selects the mma.sync kernel that
-    every other GPU runs. The fp16 / bf16 grid at d 64 and 128 must pass through it too: a child
-    process, since the switch is read once per process."""
-    env = {"FWA_LOCAL_FWD_WGMMA": "0"}
+@pytest.mark.parametrize("env", [{"FWA_LOCAL_WGMMA": "0"}, {"FWA_LOCAL_WGMMA": "fwd"}], ids=["mma_sync", "wgmma_fwd_only"])
+def test_grid_cuda_other_kernels_in_subprocess(env):
+    """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 kernels at d > 32 run on
+    wgmma (test_grid_cuda checks them); FWA_LOCAL_WGMMA=0 selects the mma.sync kernels that every
+    other GPU runs, "fwd" the wgmma forward with the mma.sync backward (the backward recomputes P
+    from the forward's lse either way). The fp16 / bf16 grid at d 64 and 128 must pass through those
+    too: a child process, since the switch is read once per process."""
     import os
     import subprocess
     import sys

@@ -23,13 +23,20 @@ FWA_DEVICE uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo, u
            (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(swizzle) << 62);
 }
 
+// Outside sm_90a (FWA_HAS_WGMMA == 0) every wrapper below is a trap: kernels that use them are
+// launched only where the sm_90a code exists, and their other-arch instantiations compile.
 #if FWA_HAS_WGMMA
-FWA_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-FWA_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> FWA_DEVICE void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+#define FWA_WGMMA_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define FWA_WGMMA_ASM(...) __trap()
+#endif
+FWA_DEVICE void wgmma_fence() { FWA_WGMMA_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FWA_DEVICE void wgmma_commit() { FWA_WGMMA_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> FWA_DEVICE void wgmma_wait() { FWA_WGMMA_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 // Makes this thread's generic-proxy shared-memory writes (st.shared, completed cp.async) visible to
 // the async proxy that wgmma reads its shared-memory operands through.
-FWA_DEVICE void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+FWA_DEVICE void fence_proxy_async_smem() { FWA_WGMMA_ASM("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#undef FWA_WGMMA_ASM
 
 // Ties each accumulator register to this point of the program: after a wgmma_wait, the compiler may
 // not move reads of the registers above it (it does not know the wgmma writes them asynchronously).
@@ -56,6 +63,5 @@ FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t
     if constexpr (kN == 64) { if constexpr (kHalf) wgmma_m64n64k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n64k16_rs_tb_bf16(d, a, db, acc); }
     else { if constexpr (kHalf) wgmma_m64n128k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n128k16_rs_tb_bf16(d, a, db, acc); }
 }
-#endif  // FWA_HAS_WGMMA
 
 }  // namespace fwa

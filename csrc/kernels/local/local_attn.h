@@ -64,14 +64,14 @@ struct LocalBwdParams : LocalFwdParams {
 // One instantiation per (dtype, head-dim bucket), each in its own .cu under instantiations/.
 template <typename Element, int kHeadDim> cudaError_t run_local_fwd(const LocalFwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_local_bwd(const LocalBwdParams& p, cudaStream_t s);
-// The forward on Hopper warpgroup MMA (local_fwd_wgmma_kernel.cuh), head-dim buckets 64 and 128:
-// launched only where local_fwd_wgmma_enabled() (the build has sm_90a code and the device is
-// compute capability 9.0).
+// The forward on Hopper warpgroup MMA (local_fwd_wgmma_kernel.cuh), head-dim buckets 64 and 128
+// (run_local_bwd picks its wgmma kernels itself).
 template <typename Element, int kHeadDim> cudaError_t run_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t s);
-// True when the current device runs the wgmma forward: an sm_90a build (setup.py defines
-// FWA_SM90A_BUILT), a compute capability 9.0 device, and FWA_LOCAL_FWD_WGMMA not set to 0 (testing,
-// A/B timing: 0 selects the mma.sync kernel).
-bool local_fwd_wgmma_enabled();
+// True when the current device runs the wgmma kernels (head-dim buckets 64 and 128) of the forward
+// (backward = false) or the backward: an sm_90a build (setup.py defines FWA_SM90A_BUILT), a
+// compute capability 9.0 device, and FWA_LOCAL_WGMMA (testing, A/B timing) not "0" (all mma.sync)
+// nor, for the backward, "fwd" (wgmma forward, mma.sync backward).
+bool local_wgmma_enabled(bool backward);
 
 // float32 inputs: full-precision SIMT kernels (local_simt_fp32.cu), one warp per row, d <= 256.
 constexpr int kLocalSimtMaxHeadDim = 256;

@@ -26,13 +26,16 @@ int local_attn_head_dim_bucket(int d) {
         }                                                                      \
     }()
 
-bool local_fwd_wgmma_enabled() {
+bool local_wgmma_enabled(bool backward) {
 #ifdef FWA_SM90A_BUILT
-    static const bool allowed = [] {
-        const char* e = std::getenv("FWA_LOCAL_FWD_WGMMA");
-        return !(e != nullptr && e[0] == '0');
+    // 0 = off, 1 = forward only, 2 = forward and backward
+    static const int allowed = [] {
+        const char* e = std::getenv("FWA_LOCAL_WGMMA");
+        if (e == nullptr || e[0] == '\0') return 2;
+        if (e[0] == '0') return 0;
+        return e[0] == 'f' ? 1 : 2;
     }();
-    if (!allowed) return false;
+    if (allowed == 0 || (backward && allowed == 1)) return false;
     // per device: 0 = not asked yet, 1 = no, 2 = yes
     static std::atomic<int> cache[kMaxDevices] = {};
     const int dev = current_device();
@@ -49,12 +52,13 @@ bool local_fwd_wgmma_enabled() {
     }
     return v == 2;
 #else
+    (void)backward;
     return false;
 #endif
 }
 
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
-    const bool wgmma = local_fwd_wgmma_enabled();
+    const bool wgmma = local_wgmma_enabled(false);
     return FWA_LOCAL_HEADDIM_SWITCH(p.d, [&] {
         if constexpr (kHeadDim >= 64) {   // d <= 32: the mma.sync kernel
             if (wgmma)

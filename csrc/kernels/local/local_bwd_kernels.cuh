@@ -23,6 +23,9 @@
 //     for the P both kernels recompute (which sums to 1 only to within the fp32 rounding of lse),
 //     so sum_j dS_ij = 0 and no rounding of out enters dq (rowsum(dout * out) made dq several times
 //     less accurate than PyTorch's own bf16 on values that sit close to their mean).
+// 2 and 3 have two product paths (kWgmma): mma.sync from padded row tiles (tile_io.cuh), and on
+// sm_90a at d > 32 Hopper warpgroup MMAs from 128-byte-swizzled tiles (local_wgmma.cuh), the CTA's
+// 4 warps one warpgroup; everything else is shared.
 // Both 2 and 3 skip every tile outside the band and mask per element only on the band's edges
 // (query_tile_full / key_tile_full tiles run without a mask), with each row's exact interval of
 // allowed partners (which also excludes queries / keys >= L). k, v (2) or q, dout (3) stay in
@@ -33,6 +36,7 @@
 #include <algorithm>
 
 #include "local_fwd_kernel.cuh"
+#include "local_wgmma.cuh"
 #include "../warp_reduce.cuh"
 
 namespace fwa {
@@ -143,25 +147,42 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_preprocess_kernel(
 // ---------------------------------------------------------------------------------------------
 // 2. Key side: dk, dv.
 
-template <int kHeadDim> struct LocalBwdKvSmem {
-    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+// Elements per 64-row tile: padded rows (mma.sync) or the unpadded swizzled layout (wgmma, whose
+// tiles start 1024-byte aligned: kAlignPad bytes of slack in front).
+template <int kHeadDim, bool kWgmma> struct LocalBwdTile {
+    static constexpr int kElems = kWgmma ? kTileM * kHeadDim : TileShape<kHeadDim>::kElems;
+    static constexpr size_t kAlignPad = kWgmma ? 1024 : 0;
+};
+
+template <int kHeadDim, bool kWgmma = false> struct LocalBwdKvSmem {
+    static constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     // k, v of the key tile; q and dout, 2 stages each; lse and D~ of the query tile, 2 stages;
     // per-warp column sums of P dP and of P, 2 stages x 4 warps x 64 queries each.
-    static constexpr size_t kBytes = size_t(6) * kTile * 2 + size_t(2) * 2 * kTileM * sizeof(float) +
+    static constexpr size_t kBytes = LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(6) * kTile * 2 +
+                                     size_t(2) * 2 * kTileM * sizeof(float) +
                                      size_t(2) * 2 * (kNumThreads / 32) * kTileM * sizeof(float);
 };
 
-template <typename Element, int kHeadDim>
+// A tile's async copy on either path (the mma.sync path in the form given by kHoist).
+template <bool kWgmma, bool kHoist, typename Element, int kHeadDim>
+FWA_DEVICE void local_load_tile(Element* tile, const Element* src, int64_t row_stride, int row0, int L, int d,
+                                int tid) {
+    if constexpr (kWgmma) load_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src, row_stride, row0, L, d, tid);
+    else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
+}
+
+template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const LocalBwdParams p) {
     // Hoisted tile-load addressing at d <= 64 (d = 32: 168 registers either way; d = 64: 213 -> 219,
     // 2 CTAs/SM either way); at d = 128 it spilled.
     constexpr bool kHoistLoads = kHeadDim <= 64;
-    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a tile
     constexpr int kDT = kHeadDim / 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Element* sK = reinterpret_cast<Element*>(smem_raw);
+    unsigned char* smem = kWgmma ? align_1024(smem_raw) : smem_raw;
+    Element* sK = reinterpret_cast<Element*>(smem);
     Element* sV = sK + kTile;
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
@@ -208,9 +229,10 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int qt = qt_first + (item - gi * n_qt);
         const int h = hk * p.group + gi;
         const int st = item & 1;
-        load_tile_async_form<kHoistLoads, Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d, tid);
-        load_tile_async_form<kHoistLoads, Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM, L, d,
-                                           tid);
+        local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d,
+                                                              tid);
+        local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM,
+                                                              L, d, tid);
         if (tid < kTileM) {
             // Rows >= L get lse = D = 0 (zero-fill); they are masked below (query_hi <= L - 1)
             // and their q, dout rows are zero.
@@ -223,8 +245,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         }
     };
 
-    load_tile_async_form<kHoistLoads, Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
-    load_tile_async_form<kHoistLoads, Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
+    local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
+    local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
     issue_loads(0);
     cp_async_commit();
 
@@ -258,6 +280,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
+        if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
         __syncthreads();   // item landed for all threads; the other stage is free
         if (item > 0) flush_d(item - 1);
         if (item + 1 < n_items) issue_loads(item + 1);
@@ -272,10 +295,14 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ: this warp's 16 keys x the 64 queries of the tile.
         float s[kNT][4], dp[kNT][4];
-        zero_acc(s);
-        zero_acc(dp);
-        warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
-        warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
+        if constexpr (kWgmma) {
+            wg_abt2<Element, kHeadDim>(s, smem_u32(sK), smem_u32(tQ), dp, smem_u32(sV), smem_u32(tO));
+        } else {
+            zero_acc(s);
+            zero_acc(dp);
+            warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
+            warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
+        }
 
         const bool full = full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
         // P dP summed over the thread's two keys, per query column
@@ -317,8 +344,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
 
         // dv += Pᵀ dout, dk += dSᵀ q
-        warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
-        warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
+        if constexpr (kWgmma) {
+            wg_pb2<Element, kHeadDim>(dv, s, smem_u32(tO), dk, dp, smem_u32(tQ));
+        } else {
+            warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
+            warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
+        }
     }
     __syncthreads();
     flush_d(n_items - 1);
@@ -336,20 +367,21 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 // ---------------------------------------------------------------------------------------------
 // 3. Query side: dq.
 
-template <int kHeadDim> struct LocalBwdQSmem {
-    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+template <int kHeadDim, bool kWgmma = false> struct LocalBwdQSmem {
+    static constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     // q and dout of the query tile; k and v, 2 stages each.
-    static constexpr size_t kBytes = size_t(6) * kTile * 2;
+    static constexpr size_t kBytes = LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(6) * kTile * 2;
 };
 
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const LocalBwdParams p) {
-    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    unsigned char* smem = kWgmma ? align_1024(smem_raw) : smem_raw;
+    Element* sQ = reinterpret_cast<Element*>(smem);
     Element* sO = sQ + kTile;
     Element* sK = sO + kTile;        // 2 stages
     Element* sV = sK + 2 * kTile;    // 2 stages
@@ -397,13 +429,13 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
     auto issue_kv = [&](int kt, int st) {
-        load_tile_async_compact<Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
-        load_tile_async_compact<Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
+        local_load_tile<kWgmma, false, Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
+        local_load_tile<kWgmma, false, Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
     };
-    load_tile_async_compact<Element, kHeadDim>(
+    local_load_tile<kWgmma, false, Element, kHeadDim>(
         sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
         L, d, tid);
-    load_tile_async_compact<Element, kHeadDim>(
+    local_load_tile<kWgmma, false, Element, kHeadDim>(
         sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
         p.dout.row_stride, row0, L, d, tid);
     issue_kv(kt_first, 0);
@@ -415,6 +447,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
 
     for (int it = 0; it < n_tiles; ++it) {
         cp_async_wait<0>();
+        if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
         __syncthreads();
         if (it + 1 < n_tiles) issue_kv(kt_first + it + 1, (it + 1) & 1);
         cp_async_commit();
@@ -424,10 +457,14 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         const int key0 = (kt_first + it) * kTileN;
 
         float s[kNT][4], dp[kNT][4];
-        zero_acc(s);
-        zero_acc(dp);
-        warp_mma_abt<kHeadDim>(s, sQ, warp * 16, tK, lane);
-        warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
+        if constexpr (kWgmma) {
+            wg_abt2<Element, kHeadDim>(s, smem_u32(sQ), smem_u32(tK), dp, smem_u32(sO), smem_u32(tV));
+        } else {
+            zero_acc(s);
+            zero_acc(dp);
+            warp_mma_abt<kHeadDim>(s, sQ, warp * 16, tK, lane);
+            warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
+        }
 
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
         // Instantiated for full and edge tiles, picked once per tile.
@@ -452,7 +489,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         if (full) tile_grads(std::true_type{});
         else tile_grads(std::false_type{});
 
-        warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);   // dq' += dS k
+        if constexpr (kWgmma) wg_pb<Element, kHeadDim>(dq, dp, smem_u32(tK));   // dq' += dS k
+        else warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
     }
 
     const float unused_inv[2] = {1.f, 1.f};
@@ -463,8 +501,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
 
 // ---------------------------------------------------------------------------------------------
 
-template <typename Element, int kHeadDim>
-cudaError_t launch_local_bwd(const LocalBwdParams& p, cudaStream_t stream) {
+template <typename Element, int kHeadDim, bool kWgmma>
+cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) {
     cudaError_t err;
     const int64_t n_t = (int64_t(p.L) + kTileM - 1) / kTileM;
     const int64_t q_grid = n_t * p.H * p.B;
@@ -487,21 +525,30 @@ cudaError_t launch_local_bwd(const LocalBwdParams& p, cudaStream_t stream) {
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
-        constexpr size_t smem = LocalBwdKvSmem<kHeadDim>::kBytes;
+        constexpr size_t smem = LocalBwdKvSmem<kHeadDim, kWgmma>::kBytes;
         int ctas = 0;
-        if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+        if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
-        local_attn_bwd_kv_kernel<Element, kHeadDim><<<static_cast<unsigned>(kv_grid), kNumThreads, smem, stream>>>(p);
+        local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma><<<static_cast<unsigned>(kv_grid), kNumThreads, smem, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
-        constexpr size_t smem = LocalBwdQSmem<kHeadDim>::kBytes;
+        constexpr size_t smem = LocalBwdQSmem<kHeadDim, kWgmma>::kBytes;
         int ctas = 0;
-        if ((err = prepare_kernel<local_attn_bwd_q_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+        if ((err = prepare_kernel<local_attn_bwd_q_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
-        local_attn_bwd_q_kernel<Element, kHeadDim><<<static_cast<unsigned>(q_grid), kNumThreads, smem, stream>>>(p);
+        local_attn_bwd_q_kernel<Element, kHeadDim, kWgmma><<<static_cast<unsigned>(q_grid), kNumThreads, smem, stream>>>(p);
     }
     return cudaGetLastError();
+}
+
+// The wgmma kernels where local_wgmma_enabled(true) and d > 32, the mma.sync ones otherwise.
+template <typename Element, int kHeadDim>
+cudaError_t launch_local_bwd(const LocalBwdParams& p, cudaStream_t stream) {
+    if constexpr (kHeadDim >= 64) {
+        if (local_wgmma_enabled(true)) return launch_local_bwd_impl<Element, kHeadDim, true>(p, stream);
+    }
+    return launch_local_bwd_impl<Element, kHeadDim, false>(p, stream);
 }
 
 }  // namespace fwa

@@ -8,8 +8,8 @@
 //                        as the mma.sync C fragment, and the register A operand is the mma.sync A
 //                        fragment), v read from shared memory transposed (MN-major).
 // One CTA = one warpgroup (4 warps, warp w owns rows 16 w .. 16 w + 15 of the 64-query tile).
-// Tiles live in shared memory with the 128-byte swizzle (see load_tile_sw128_async); the
-// unswizzled core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
+// Tiles live in shared memory with the 128-byte swizzle (local_wgmma.cuh); the unswizzled
+// core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
 //
 // Schedule: per key tile, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
 // next tile's copies overlap this tile's products), 2-3 CTAs per SM overlap each other's softmax
@@ -21,8 +21,8 @@
 
 #include "../launch_utils.h"
 #include "../warp_mma.cuh"
-#include "../wgmma.cuh"
 #include "local_attn.h"
+#include "local_wgmma.cuh"
 
 namespace fwa {
 
@@ -36,38 +36,6 @@ template <int kHeadDim> struct LocalFwdWgmmaSmem {
 };
 
 template <int kHeadDim> constexpr int local_fwd_wgmma_min_blocks() { return kHeadDim <= 64 ? 3 : 2; }
-
-// 128-byte swizzle layout of a 64 x kHeadDim tile: 64-column panels of 64 rows x 128 bytes (8 KB,
-// 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row.
-// Async copy of rows [row0, row0 + 64): each thread keeps one column chunk and steps kRowStep rows
-// (a multiple of 8, so its swizzled position is fixed). Rows >= L and columns >= d are zero-filled.
-template <typename Element, int kHeadDim>
-FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
-                                      int L, int d, int tid) {
-    constexpr int kCPR = kHeadDim / 8;
-    static_assert(kHeadDim == 64 || kHeadDim == 128, "64-column panels");
-    constexpr int kIters = kTileM * kCPR / kNumThreads;
-    constexpr int kRowStep = kNumThreads / kCPR;
-    const int r = tid / kCPR, j = tid % kCPR;
-    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
-    const bool col_ok = j * 8 < d;
-    const Element* g = src + int64_t(row0 + r) * row_stride + j * 8;
-    const int64_t g_step = int64_t(kRowStep) * row_stride;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-        const bool valid = col_ok && row0 + r + i * kRowStep < L;
-        cp_async_16(s + uint32_t(i * kRowStep * 128), valid ? g + i * g_step : src, valid ? 16 : 0);
-    }
-}
-
-// Descriptors of the swizzled tiles (offsets measured on the H100, session 9): q / k are K-major,
-// 8-row groups 1024 bytes apart (the leading offset is unused); a k16 step is 32 bytes within a
-// panel. v is MN-major: 64-column panels 8 KB apart (leading), 8-key groups 1024 bytes (stride);
-// a k16 step (16 keys) is 2048 bytes.
-FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
-    return wgmma_desc(tile + (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024, 1);
-}
-FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
 
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads, local_fwd_wgmma_min_blocks<kHeadDim>())
@@ -235,7 +203,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
                 *reinterpret_cast<const uint4*>(sOut + lrow * kPitch + col);
     }
 #else
-    __trap();   // launched only where the sm_90a code exists (local_fwd_wgmma_enabled)
+    __trap();   // launched only where the sm_90a code exists (local_wgmma_enabled)
 #endif
 }
 

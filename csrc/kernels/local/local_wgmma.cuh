@@ -1,0 +1,116 @@
+// Shared pieces of the sliding-window kernels' Hopper warpgroup-MMA (wgmma, sm_90a) paths: the
+// 128-byte-swizzled shared-memory tiles, their descriptors, and the two products every kernel
+// uses, with one warpgroup (the CTA's 4 warps; warp w owns rows 16 w .. 16 w + 15) per 64-row tile:
+//   wg_abt: acc (64 x 64) = A Bᵀ, A and B 64 x kHeadDim tiles (K-major);
+//   wg_pb:  acc (64 x kHeadDim) += P B, P (64 x 64) the fp32 C fragments of an earlier product
+//           (rounded to Element: the register A operand), B a 64 x kHeadDim tile read [k][n]
+//           (MN-major).
+// Each thread's accumulators are laid out as the mma.sync C fragments of its warp's 16 rows, so
+// the kernels' softmax and gradient code is shared with their mma.sync paths.
+#pragma once
+#include "../wgmma.cuh"
+#include "local_attn.h"
+
+namespace fwa {
+
+// 128-byte swizzle layout of a 64 x kHeadDim tile: 64-column panels of 64 rows x 128 bytes (8 KB,
+// 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row.
+// Async copy of rows [row0, row0 + 64): each thread keeps one column chunk and steps kRowStep rows
+// (a multiple of 8, so its swizzled position is fixed). Rows >= L and columns >= d are zero-filled.
+template <typename Element, int kHeadDim>
+FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
+                                      int L, int d, int tid) {
+    constexpr int kCPR = kHeadDim / 8;
+    static_assert(kHeadDim == 64 || kHeadDim == 128, "64-column panels");
+    constexpr int kIters = kTileM * kCPR / kNumThreads;
+    constexpr int kRowStep = kNumThreads / kCPR;
+    const int r = tid / kCPR, j = tid % kCPR;
+    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+    const bool col_ok = j * 8 < d;
+    const Element* g = src + int64_t(row0 + r) * row_stride + j * 8;
+    const int64_t g_step = int64_t(kRowStep) * row_stride;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+        const bool valid = col_ok && row0 + r + i * kRowStep < L;
+        cp_async_16(s + uint32_t(i * kRowStep * 128), valid ? g + i * g_step : src, valid ? 16 : 0);
+    }
+}
+
+// Descriptors of the swizzled tiles (offsets measured on the H100, session 9): q / k are K-major,
+// 8-row groups 1024 bytes apart (the leading offset is unused); a k16 step is 32 bytes within a
+// panel. v is MN-major: 64-column panels 8 KB apart (leading), 8-key groups 1024 bytes (stride);
+// a k16 step (16 keys) is 2048 bytes.
+FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
+    return wgmma_desc(tile + (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024, 1);
+}
+FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
+
+// The products alone (no fence, commit or wait): wg_abt2, wg_pb2 and wg_pb below add those.
+template <typename Element, int kHeadDim>
+FWA_DEVICE void wg_abt_issue(float (&acc)[kTileN / 8][4], uint32_t tA, uint32_t tB) {
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) wgmma_s64<Element>(acc, qk_desc(tA, ks), qk_desc(tB, ks), ks > 0);
+}
+// P (64 x 64 fp32 C fragments) rounded to Element as the register A operands of 4 k16 steps.
+template <typename Element>
+FWA_DEVICE void pack_p16(const float (&p)[kTileN / 8][4], uint32_t (&a)[kTileN / 16][4]) {
+    using Tr = ElementTraits<Element>;
+#pragma unroll
+    for (int kk = 0; kk < kTileN / 16; ++kk) {
+        a[kk][0] = Tr::pack(p[2 * kk][0], p[2 * kk][1]);
+        a[kk][1] = Tr::pack(p[2 * kk][2], p[2 * kk][3]);
+        a[kk][2] = Tr::pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+        a[kk][3] = Tr::pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+    }
+}
+template <typename Element, int kHeadDim>
+FWA_DEVICE void wg_pb_issue(float (&acc)[kHeadDim / 8][4], const uint32_t (&a)[kTileN / 16][4], uint32_t tB) {
+#pragma unroll
+    for (int kk = 0; kk < kTileN / 16; ++kk) wgmma_pv<Element, kHeadDim>(acc, a[kk], v_desc(tB, kk), 1);
+}
+
+// Two products A1 B1ᵀ, A2 B2ᵀ into acc1, acc2 (written, not accumulated), one wait.
+template <typename Element, int kHeadDim>
+FWA_DEVICE void wg_abt2(float (&acc1)[kTileN / 8][4], uint32_t tA1, uint32_t tB1, float (&acc2)[kTileN / 8][4],
+                        uint32_t tA2, uint32_t tB2) {
+    wgmma_fence();
+    wg_abt_issue<Element, kHeadDim>(acc1, tA1, tB1);
+    wg_abt_issue<Element, kHeadDim>(acc2, tA2, tB2);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc1);
+    wgmma_fence_operand(acc2);
+}
+// acc1 += P1 B1 and acc2 += P2 B2, one wait. (P is packed before the fence: packing between the
+// wgmmas makes ptxas insert a warpgroup.arrive before each.)
+template <typename Element, int kHeadDim>
+FWA_DEVICE void wg_pb2(float (&acc1)[kHeadDim / 8][4], const float (&p1)[kTileN / 8][4], uint32_t tB1,
+                       float (&acc2)[kHeadDim / 8][4], const float (&p2)[kTileN / 8][4], uint32_t tB2) {
+    uint32_t a1[kTileN / 16][4], a2[kTileN / 16][4];
+    pack_p16<Element>(p1, a1);
+    pack_p16<Element>(p2, a2);
+    wgmma_fence();
+    wg_pb_issue<Element, kHeadDim>(acc1, a1, tB1);
+    wg_pb_issue<Element, kHeadDim>(acc2, a2, tB2);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc1);
+    wgmma_fence_operand(acc2);
+}
+template <typename Element, int kHeadDim>
+FWA_DEVICE void wg_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTileN / 8][4], uint32_t tB) {
+    uint32_t a[kTileN / 16][4];
+    pack_p16<Element>(p, a);
+    wgmma_fence();
+    wg_pb_issue<Element, kHeadDim>(acc, a, tB);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc);
+}
+
+// The first 1024-byte-aligned address at or after p (shared memory).
+FWA_DEVICE unsigned char* align_1024(unsigned char* p) {
+    return p + ((1024u - (smem_u32(p) & 1023u)) & 1023u);
+}
+
+}  // namespace fwa
