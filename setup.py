@@ -69,7 +69,14 @@ def get_extensions():
             os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(f"{a}.{b}" + ("a" if (a, b) == (9, 0) else "") for a, b in caps)
         else:
             os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0a"
-    archs = [a.strip().lower() for a in os.environ["TORCH_CUDA_ARCH_LIST"].replace(" ", ";").split(";") if a.strip()]
+    archs = [a.strip() for a in os.environ["TORCH_CUDA_ARCH_LIST"].replace(" ", ";").split(";") if a.strip()]
+    if any(a.lower().startswith("9.0a") for a in archs) and any(a.split("+")[0] == "9.0" for a in archs):
+        # With both an sm_90 and an sm_90a image, which one a compute capability 9.0 GPU loads is the
+        # driver's choice, and the wgmma kernels are traps in the sm_90 one: keep 9.0a only.
+        archs = [a for a in archs if a.split("+")[0] != "9.0"]
+        os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
+        print(f"setup.py: TORCH_CUDA_ARCH_LIST lists 9.0 and 9.0a; building {os.environ['TORCH_CUDA_ARCH_LIST']}")
+    archs = [a.lower() for a in archs]
 
     nvcc_flags = [
         "-O3",
