@@ -1,10 +1,11 @@
 // Shared pieces of the sliding-window kernels' Hopper warpgroup-MMA (wgmma, sm_90a) paths: the
-// 128-byte-swizzled shared-memory tiles, their descriptors, and the two products every kernel
-// uses, with one warpgroup (the CTA's 4 warps; warp w owns rows 16 w .. 16 w + 15) per 64-row tile:
-//   wg_abt: acc (64 x 64) = A Bᵀ, A and B 64 x kHeadDim tiles (K-major);
-//   wg_pb:  acc (64 x kHeadDim) += P B, P (64 x 64) the fp32 C fragments of an earlier product
-//           (rounded to Element: the register A operand), B a 64 x kHeadDim tile read [k][n]
-//           (MN-major).
+// 128-byte-swizzled shared-memory tiles and their descriptors (all kernels), and the products of
+// the backward kernels, one warpgroup (the CTA's 4 warps; warp w owns rows 16 w .. 16 w + 15) per
+// 64-row tile (the forward issues the same instructions itself, see local_fwd_wgmma_kernel.cuh):
+//   wg_abt2:       acc (64 x 64) = A Bᵀ, twice, A and B 64 x kHeadDim tiles (K-major);
+//   wg_pb, wg_pb2: acc (64 x kHeadDim) += P B (once, twice), P (64 x 64) the fp32 C fragments of
+//                  an earlier product (rounded to Element: the register A operand), B a
+//                  64 x kHeadDim tile read [k][n] (MN-major).
 // Each thread's accumulators are laid out as the mma.sync C fragments of its warp's 16 rows, so
 // the kernels' softmax and gradient code is shared with their mma.sync paths.
 #pragma once
