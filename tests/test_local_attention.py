@@ -21,6 +21,8 @@ from flash_window_attn.local import block_sliding_window_attention, sliding_wind
 from flash_window_attn.local_reference import local_attention_mask, local_attention_reference
 from flash_window_attn.testing import all_pairs, compare_to_reference, normalized_error
 
+from _child_process import run_in_child
+
 fwd_op = torch.ops.flash_window_attn.local_attention_fwd.default
 bwd_op = torch.ops.flash_window_attn.local_attention_bwd.default
 
@@ -222,8 +224,6 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     from the forward's lse either way). The fp16 / bf16 grid at d 64 and 128 must pass through those
     too: a child process, since the switch is read once per process."""
     import os
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -237,11 +237,8 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
         "        n += 1\n"
         "print('ok', n)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-                         env=dict(os.environ, **env))
-    assert res.returncode == 0 and "ok" in res.stdout, (
-        f"{env}: exit code {res.returncode}\nstdout:\n{res.stdout[-2000:]}\nstderr:\n{res.stderr[-4000:]}")
-    assert int(res.stdout.split()[-1]) >= 20, res.stdout
+    out = run_in_child(code, env, str(env), timeout=900)
+    assert int(out.split()[-1]) >= 20, out
 
 
 @pytest.mark.parametrize("device", DEVICES)

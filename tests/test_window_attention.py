@@ -34,6 +34,8 @@ from flash_window_attn.testing import (
     run_ours,
 )
 
+from _child_process import run_in_child
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
@@ -438,10 +440,6 @@ def _check_problems_in_child(cases, seed0: int, env: dict, what: str) -> None:
     """check_problem over ``cases`` ((B_, H, N, d, torch dtype name, version, mask, values) each;
     problem i packed if i is odd, seeded seed0 + i) in a child process with ``env`` added: the
     kernels' testing switches are environment variables read once per process."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import torch\n"
         "from flash_window_attn.testing import make_problem, check_problem\n"
@@ -456,10 +454,7 @@ def _check_problems_in_child(cases, seed0: int, env: dict, what: str) -> None:
         "assert not bad, '\\n'.join(bad)\n"
         "print('ok', len(cases))\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, **env))
-    assert res.returncode == 0 and "ok" in res.stdout, (
-        f"{what}: exit code {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}")
+    run_in_child(code, env, what, timeout=600)
 
 
 @pytest.mark.cuda
