@@ -57,6 +57,14 @@ bool local_wgmma_enabled(bool backward) {
 #endif
 }
 
+int local_wgmma_warpgroups(int fallback) {
+    static const int forced = [] {
+        const char* e = std::getenv("FWA_LOCAL_WG");
+        return (e != nullptr && e[0] >= '1' && e[0] <= '3' && e[1] == '\0') ? e[0] - '0' : 0;
+    }();
+    return forced != 0 ? forced : fallback;
+}
+
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
     const bool wgmma = local_wgmma_enabled(false);
     return FWA_LOCAL_HEADDIM_SWITCH(p.d, [&] {

@@ -1,21 +1,28 @@
 // Local-attention forward on Hopper warpgroup MMA (wgmma, sm_90a), fp16/bf16, head dim 64 or 128
-// (d <= 32 runs the mma.sync kernel), fp32 accumulation. Same work split, band walk, masking,
-// online softmax and outputs as local_fwd_kernel.cuh (the mma.sync kernel, used on every other
-// device); the two products change:
+// (d <= 32 runs the mma.sync kernel), fp32 accumulation. Same band walk, masking, online softmax
+// and outputs as local_fwd_kernel.cuh (the mma.sync kernel, used on every other device); the two
+// products change:
 //   S (64 x 64)  = q kᵀ: kHeadDim / 16 wgmma m64n64k16, q and k read from shared memory;
 //   O (64 x d)  += P v:  4 wgmma m64n{d}k16 per key tile, P from registers (the S accumulators
 //                        packed to 16 bits: each warp's 16 rows of a wgmma accumulator are laid out
 //                        as the mma.sync C fragment, and the register A operand is the mma.sync A
 //                        fragment), v read from shared memory transposed (MN-major).
-// One CTA = one warpgroup (4 warps, warp w owns rows 16 w .. 16 w + 15 of the 64-query tile).
+// One CTA = kWG warpgroups over kWG consecutive 64-query tiles (warpgroup w owns tile
+// kWG m + w; its warp i rows 16 i .. 16 i + 15), sharing each streamed k / v tile: the CTA walks
+// the union of its warpgroups' key-tile ranges, and a warpgroup computes only on the key tiles of
+// its own range (the branch is warpgroup-uniform; the whole wgmma sequence, fence to wait, sits
+// inside it). At d = 128 (168 registers, 80 KB of shared memory with one warpgroup: 2 CTAs per SM)
+// kWG = 3 puts 3 warpgroups on an SM (see local_fwd_default_warpgroups); the cost is lock step at
+// the CTA's barriers (kWG = 2, the same 2 warpgroups per SM as one-warpgroup CTAs, was 4-15 %
+// slower).
 // Tiles live in shared memory with the 128-byte swizzle (local_wgmma.cuh); the unswizzled
 // core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
 //
 // Schedule: per key tile, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
-// next tile's copies overlap this tile's products), 2-3 CTAs per SM overlap each other's softmax
-// and products. (An FA3-style overlap inside the warpgroup, S of tile j issued with P v of tile
-// j - 1 and the softmax between them, with v triple-buffered, measured 2-7 % slower on the H100 at
-// d = 64 and 128: more registers, one CTA per SM less at d = 64; session 9.)
+// next tile's copies overlap this tile's products); the other warpgroups of the SM overlap each
+// other's softmax and products. (An FA3-style overlap inside the warpgroup, S of tile j issued with
+// P v of tile j - 1 and the softmax between them, with v triple-buffered, measured 2-7 % slower on
+// the H100 at d = 64 and 128: more registers, one CTA per SM less at d = 64; session 9.)
 #pragma once
 #include <type_traits>
 
@@ -26,23 +33,29 @@
 
 namespace fwa {
 
-template <int kHeadDim> struct LocalFwdWgmmaSmem {
+template <int kHeadDim, int kWG> struct LocalFwdWgmmaSmem {
     static constexpr int kTileBytes = kTileM * kHeadDim * 2;   // a multiple of 1024
-    static constexpr int kKStages = 2, kVStages = 2;
-    // q, k stages, v stages; the output is staged (padded rows) in the k stages at the end.
-    // +1 KB: the tiles start at the first 1024-byte-aligned shared address (128-byte swizzle).
-    static constexpr size_t kBytes = size_t(1 + kKStages + kVStages) * kTileBytes + 1024;
-    static_assert(size_t(kTileM) * (kHeadDim + 8) * 2 <= size_t(kKStages) * kTileBytes, "output staging fits");
+    static constexpr int kStages = 2;                           // k and v stages each
+    // kWG q tiles, k stages, v stages; the output is staged (padded rows) in the k and v stages at
+    // the end. +1 KB: the tiles start at the first 1024-byte-aligned shared address (128-byte swizzle).
+    static constexpr size_t kBytes = size_t(kWG + 2 * kStages) * kTileBytes + 1024;
+    static_assert(size_t(kWG) * kTileM * (kHeadDim + 8) * 2 <= size_t(2 * kStages) * kTileBytes,
+                  "output staging fits");
 };
 
-template <int kHeadDim> constexpr int local_fwd_wgmma_min_blocks() { return kHeadDim <= 64 ? 3 : 2; }
+// CTAs per SM the registers must allow: (kWG = 1) 168 registers at d = 128 (2 CTAs), 128 at d = 64
+// (3 CTAs); (kWG = 2) 1 CTA at d = 128, 2 at d = 64 (4 warpgroups: 128 registers); kWG = 3: 1.
+template <int kHeadDim, int kWG> constexpr int local_fwd_wgmma_min_blocks() {
+    return kWG == 1 ? (kHeadDim <= 64 ? 3 : 2) : (kWG == 2 && kHeadDim <= 64 ? 2 : 1);
+}
 
-template <typename Element, int kHeadDim>
-__global__ void __launch_bounds__(kNumThreads, local_fwd_wgmma_min_blocks<kHeadDim>())
+template <typename Element, int kHeadDim, int kWG>
+__global__ void __launch_bounds__(kNumThreads * kWG, local_fwd_wgmma_min_blocks<kHeadDim, kWG>())
 local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 #if FWA_HAS_WGMMA
     using Tr = ElementTraits<Element>;
-    using Smem = LocalFwdWgmmaSmem<kHeadDim>;
+    using Smem = LocalFwdWgmmaSmem<kHeadDim, kWG>;
+    constexpr int kThreads = kNumThreads * kWG;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
     constexpr int kKS = kHeadDim / 16;
@@ -51,14 +64,16 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t smem_base = smem_u32(smem_raw);
-    const uint32_t sQ = (smem_base + 1023u) & ~1023u;
-    const uint32_t sK = sQ + kTB;                        // kKStages stages
-    const uint32_t sV = sK + Smem::kKStages * kTB;       // kVStages stages
+    const uint32_t sQ0 = (smem_base + 1023u) & ~1023u;   // kWG q tiles
+    const uint32_t sK = sQ0 + kWG * kTB;                 // kStages stages
+    const uint32_t sV = sK + Smem::kStages * kTB;        // kStages stages
 
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int tid = threadIdx.x;
+    const int wg = kWG == 1 ? 0 : tid / kNumThreads, wtid = kWG == 1 ? tid : tid % kNumThreads;
+    const int warp = wtid >> 5, lane = tid & 31;   // warp: within the warpgroup
     const int g = lane >> 2, t4 = lane & 3;
     const int L = p.L, d = p.d;
-    const int n_m = (L + kTileM - 1) / kTileM;
+    const int n_m = (L + kTileM * kWG - 1) / (kTileM * kWG);
 
     int64_t bid = blockIdx.x;
     const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
@@ -67,11 +82,20 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     const int hk = h / p.group;
 
     const LocalBand band = p.band();
-    const int row0 = m_block * kTileM;
-    const int kt_first = static_cast<int>(band.key_tile_first(m_block));
-    const int kt_last = static_cast<int>(band.key_tile_last(m_block));
+    const int n_sub = static_cast<int>(band.num_tiles());     // 64-row query tiles
+    const int sub0 = m_block * kWG;                           // the CTA's first
+    const int sub_last = min(sub0 + kWG - 1, n_sub - 1);      // and last (< L) query tile
+    const int sub = sub0 + wg;                                // this warpgroup's
+    const bool wg_rows = sub < n_sub;                         // false: rows >= L only, no work
+    const uint32_t sQ = sQ0 + wg * kTB;
+    const int row0 = sub * kTileM;
+    // Key tiles: the CTA walks [kt_first, kt_last], this warpgroup computes on [my_first, my_last].
+    const int kt_first = static_cast<int>(band.key_tile_first(sub0));
+    const int kt_last = static_cast<int>(band.key_tile_last(sub_last));
     const int n_tiles = kt_last - kt_first + 1;   // >= 1: the diagonal tile
-    const int full_lo = static_cast<int>(band.key_lo(band.tile_last_row(m_block)));
+    const int my_first = wg_rows ? static_cast<int>(band.key_tile_first(sub)) : kt_last + 1;
+    const int my_last = wg_rows ? static_cast<int>(band.key_tile_last(sub)) : kt_first - 1;
+    const int full_lo = static_cast<int>(band.key_lo(band.tile_last_row(sub)));
     const int full_hi = static_cast<int>(band.key_hi(row0));
     RowInterval iv[2];
 #pragma unroll
@@ -83,14 +107,16 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
-    auto k_stage = [&](int it) { return sK + (it % Smem::kKStages) * kTB; };
-    auto v_stage = [&](int it) { return sV + (it % Smem::kVStages) * kTB; };
-    auto issue_kv = [&](int it) {
-        load_tile_sw128_async<Element, kHeadDim>(k_stage(it), k_base, p.k.row_stride, (kt_first + it) * kTileN, L, d, tid);
-        load_tile_sw128_async<Element, kHeadDim>(v_stage(it), v_base, p.v.row_stride, (kt_first + it) * kTileN, L, d, tid);
+    auto k_stage = [&](int it) { return sK + (it % Smem::kStages) * kTB; };
+    auto v_stage = [&](int it) { return sV + (it % Smem::kStages) * kTB; };
+    auto issue_kv = [&](int it) {   // all kWG warpgroups
+        load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it), k_base, p.k.row_stride, (kt_first + it) * kTileN, L,
+                                                           d, tid);
+        load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it), v_base, p.v.row_stride, (kt_first + it) * kTileN, L,
+                                                           d, tid);
     };
 
-    load_tile_sw128_async<Element, kHeadDim>(sQ, q_base, p.q.row_stride, row0, L, d, tid);
+    load_tile_sw128_async<Element, kHeadDim, kNumThreads>(sQ, q_base, p.q.row_stride, row0, L, d, wtid);
     issue_kv(0);
     cp_async_commit();
 
@@ -160,26 +186,29 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         if (it + 1 < n_tiles) issue_kv(it + 1);
         cp_async_commit();
 
-        wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
-        issue_s(it);
-        wgmma_wait<0>();
-        wgmma_fence_operand(s);
-        float corr[2];
-        softmax_tile(it, corr);
+        const int kt = kt_first + it;
+        if (kWG == 1 || (my_first <= kt && kt <= my_last)) {   // warpgroup-uniform
+            wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
+            issue_s(it);
+            wgmma_wait<0>();
+            wgmma_fence_operand(s);
+            float corr[2];
+            softmax_tile(it, corr);
 #pragma unroll
-        for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
-        pack_p();
-        wgmma_fence();
-        issue_pv(it);
-        wgmma_wait<0>();
-        wgmma_fence_operand(o_acc);
+            for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+            pack_p();
+            wgmma_fence();
+            issue_pv(it);
+            wgmma_wait<0>();
+            wgmma_fence_operand(o_acc);
+        }
     }
 
     // Epilogue: normalise, stage the rows (padded row layout) in the k stages, store 16-byte chunks.
-    __syncthreads();   // every warp's products are done (the k stages are free)
+    __syncthreads();   // every warp's products are done (the k and v stages are free)
     constexpr int kPitch = kHeadDim + 8;
     Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
-    Element* sOut = reinterpret_cast<Element*>(smem_raw + (sK - smem_base)) + warp * 16 * kPitch;
+    Element* sOut = reinterpret_cast<Element*>(smem_raw + (sK - smem_base)) + (wg * 4 + warp) * 16 * kPitch;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int lrow = g + 8 * r;
@@ -207,18 +236,31 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 #endif
 }
 
-template <typename Element, int kHeadDim>
-cudaError_t launch_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t stream) {
-    const int64_t n_m = (int64_t(p.L) + kTileM - 1) / kTileM;
+template <typename Element, int kHeadDim, int kWG>
+cudaError_t launch_local_fwd_wgmma_wg(const LocalFwdParams& p, cudaStream_t stream) {
+    const int64_t n_m = (int64_t(p.L) + kTileM * kWG - 1) / (kTileM * kWG);
     const int64_t grid = n_m * p.H * p.B;
     if (grid == 0) return cudaSuccess;
     if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-    constexpr size_t smem = LocalFwdWgmmaSmem<kHeadDim>::kBytes;
+    constexpr size_t smem = LocalFwdWgmmaSmem<kHeadDim, kWG>::kBytes;
     int ctas = 0;
-    cudaError_t err = prepare_kernel<local_attn_fwd_wgmma_kernel<Element, kHeadDim>>(smem, kNumThreads, &ctas);
+    cudaError_t err = prepare_kernel<local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG>>(smem, kNumThreads * kWG, &ctas);
     if (err != cudaSuccess) return err;
-    local_attn_fwd_wgmma_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+    local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG>
+        <<<static_cast<unsigned>(grid), kNumThreads * kWG, smem, stream>>>(p);
     return cudaGetLastError();
+}
+
+// Warpgroups per CTA: FWA_LOCAL_WG or local_fwd_default_warpgroups (local_attn.h).
+template <typename Element, int kHeadDim>
+cudaError_t launch_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t stream) {
+    int wg = local_wgmma_warpgroups(0);
+    if (wg == 0) wg = local_fwd_default_warpgroups(kHeadDim, p.L, int64_t(p.B) * p.H, num_sms());
+    switch (wg) {
+        case 2: return launch_local_fwd_wgmma_wg<Element, kHeadDim, 2>(p, stream);
+        case 3: return launch_local_fwd_wgmma_wg<Element, kHeadDim, 3>(p, stream);
+        default: return launch_local_fwd_wgmma_wg<Element, kHeadDim, 1>(p, stream);
+    }
 }
 
 }  // namespace fwa

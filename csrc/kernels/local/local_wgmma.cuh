@@ -16,15 +16,18 @@ namespace fwa {
 
 // 128-byte swizzle layout of a 64 x kHeadDim tile: 64-column panels of 64 rows x 128 bytes (8 KB,
 // 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row.
-// Async copy of rows [row0, row0 + 64): each thread keeps one column chunk and steps kRowStep rows
-// (a multiple of 8, so its swizzled position is fixed). Rows >= L and columns >= d are zero-filled.
-template <typename Element, int kHeadDim>
+// Async copy of rows [row0, row0 + 64) by kThreads threads (tid < kThreads): each thread keeps one
+// column chunk and steps kRowStep rows (a multiple of 8, so its swizzled position is fixed); where
+// kRowStep does not divide 64 (kThreads = 384) the last step is partial. Rows >= L and columns >= d
+// are zero-filled.
+template <typename Element, int kHeadDim, int kThreads = kNumThreads>
 FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
                                       int L, int d, int tid) {
     constexpr int kCPR = kHeadDim / 8;
     static_assert(kHeadDim == 64 || kHeadDim == 128, "64-column panels");
-    constexpr int kIters = kTileM * kCPR / kNumThreads;
-    constexpr int kRowStep = kNumThreads / kCPR;
+    static_assert(kThreads % (8 * kCPR) == 0, "whole 8-row groups per step");
+    constexpr int kRowStep = kThreads / kCPR;
+    constexpr int kIters = (kTileM + kRowStep - 1) / kRowStep;
     const int r = tid / kCPR, j = tid % kCPR;
     const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
     const bool col_ok = j * 8 < d;
@@ -32,6 +35,7 @@ FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t
     const int64_t g_step = int64_t(kRowStep) * row_stride;
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
+        if (kTileM % kRowStep != 0 && r + i * kRowStep >= kTileM) break;
         const bool valid = col_ok && row0 + r + i * kRowStep < L;
         cp_async_16(s + uint32_t(i * kRowStep * 128), valid ? g + i * g_step : src, valid ? 16 : 0);
     }
