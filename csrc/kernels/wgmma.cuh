@@ -56,6 +56,14 @@ FWA_DEVICE void wgmma_s64(float (&d)[8][4], uint64_t da, uint64_t db, int acc) {
     if constexpr (std::is_same<Element, __half>::value) wgmma_m64n64k16_ss_f16(d, da, db, acc);
     else wgmma_m64n64k16_ss_bf16(d, da, db, acc);
 }
+// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64 or 128.
+template <typename Element, int kN>
+FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc) {
+    constexpr bool kHalf = std::is_same<Element, __half>::value;
+    static_assert(kN == 64 || kN == 128, "64 or 128 keys");
+    if constexpr (kN == 64) wgmma_s64<Element>(d, da, db, acc);
+    else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
+}
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;

@@ -82,6 +82,10 @@ int local_wgmma_warpgroups(int fallback);
 // one-warpgroup CTAs per SM; 2 or 3 per CTA were slower). (The backward keeps one warpgroup per CTA: 2 per CTA ran 1-5 % slower, the
 // warpgroups in lock step at the CTA's barriers overlapping each other's softmax less than
 // separate CTAs do.)
+// Keys per step of the one-warpgroup wgmma forward at d = 64 (64 or 128): FWA_LOCAL_FWD_KEYS or
+// `fallback`.
+int local_fwd_keys_per_step(int fallback);
+constexpr int kLocalFwdKeysD64 = 128;
 inline int local_fwd_default_warpgroups(int head_dim, int64_t L, int64_t batch_heads, int sms) {
     if (head_dim < 128) return 1;
     const int64_t ctas = (L + 3 * kLocalTile - 1) / (3 * kLocalTile) * batch_heads;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -61,6 +62,16 @@ int local_wgmma_warpgroups(int fallback) {
     static const int forced = [] {
         const char* e = std::getenv("FWA_LOCAL_WG");
         return (e != nullptr && e[0] >= '1' && e[0] <= '3' && e[1] == '\0') ? e[0] - '0' : 0;
+    }();
+    return forced != 0 ? forced : fallback;
+}
+
+int local_fwd_keys_per_step(int fallback) {
+    static const int forced = [] {
+        const char* e = std::getenv("FWA_LOCAL_FWD_KEYS");
+        if (e == nullptr) return 0;
+        const std::string v(e);
+        return v == "64" ? 64 : (v == "128" ? 128 : 0);
     }();
     return forced != 0 ? forced : fallback;
 }

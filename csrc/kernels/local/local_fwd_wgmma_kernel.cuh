@@ -33,13 +33,14 @@
 
 namespace fwa {
 
-template <int kHeadDim, int kWG> struct LocalFwdWgmmaSmem {
+template <int kHeadDim, int kWG, int kKeys = kTileN> struct LocalFwdWgmmaSmem {
     static constexpr int kTileBytes = kTileM * kHeadDim * 2;   // a multiple of 1024
     static constexpr int kStages = 2;                           // k and v stages each
+    static constexpr int kStageBytes = kKeys / kTileN * kTileBytes;
     // kWG q tiles, k stages, v stages; the output is staged (padded rows) in the k and v stages at
     // the end. +1 KB: the tiles start at the first 1024-byte-aligned shared address (128-byte swizzle).
-    static constexpr size_t kBytes = size_t(kWG + 2 * kStages) * kTileBytes + 1024;
-    static_assert(size_t(kWG) * kTileM * (kHeadDim + 8) * 2 <= size_t(2 * kStages) * kTileBytes,
+    static constexpr size_t kBytes = size_t(kWG) * kTileBytes + size_t(2 * kStages) * kStageBytes + 1024;
+    static_assert(size_t(kWG) * kTileM * (kHeadDim + 8) * 2 <= size_t(2 * kStages) * kStageBytes,
                   "output staging fits");
 };
 
@@ -49,24 +50,29 @@ template <int kHeadDim, int kWG> constexpr int local_fwd_wgmma_min_blocks() {
     return kWG == 1 ? (kHeadDim <= 64 ? 3 : 2) : (kWG == 2 && kHeadDim <= 64 ? 2 : 1);
 }
 
-template <typename Element, int kHeadDim, int kWG>
+// kKeys: keys per step, 64 (one key tile) or, at d = 64, 128 (two adjacent 64-key tiles, whose
+// 128-byte-swizzled 64-row panels are contiguous: one wgmma m64n128k16 per k16 step of S, and P v
+// over 8 k16 steps; half the barriers, waits and softmax passes per key).
+template <typename Element, int kHeadDim, int kWG, int kKeys = kTileN>
 __global__ void __launch_bounds__(kNumThreads * kWG, local_fwd_wgmma_min_blocks<kHeadDim, kWG>())
 local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 #if FWA_HAS_WGMMA
+    static_assert(kKeys == kTileN || (kKeys == 2 * kTileN && kHeadDim == 64), "128-key steps: d = 64 only");
     using Tr = ElementTraits<Element>;
-    using Smem = LocalFwdWgmmaSmem<kHeadDim, kWG>;
+    using Smem = LocalFwdWgmmaSmem<kHeadDim, kWG, kKeys>;
     constexpr int kThreads = kNumThreads * kWG;
-    constexpr int kNT = kTileN / 8;
+    constexpr int kT = kKeys / kTileN;   // 64-key tiles per step
+    constexpr int kNT = kKeys / 8;
     constexpr int kDT = kHeadDim / 8;
     constexpr int kKS = kHeadDim / 16;
-    constexpr int kKK = kTileN / 16;
+    constexpr int kKK = kKeys / 16;
     constexpr uint32_t kTB = Smem::kTileBytes;
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t smem_base = smem_u32(smem_raw);
     const uint32_t sQ0 = (smem_base + 1023u) & ~1023u;   // kWG q tiles
     const uint32_t sK = sQ0 + kWG * kTB;                 // kStages stages
-    const uint32_t sV = sK + Smem::kStages * kTB;        // kStages stages
+    const uint32_t sV = sK + Smem::kStages * Smem::kStageBytes;   // kStages stages
 
     const int tid = threadIdx.x;
     const int wg = kWG == 1 ? 0 : tid / kNumThreads, wtid = kWG == 1 ? tid : tid % kNumThreads;
@@ -107,13 +113,15 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
-    auto k_stage = [&](int it) { return sK + (it % Smem::kStages) * kTB; };
-    auto v_stage = [&](int it) { return sV + (it % Smem::kStages) * kTB; };
-    auto issue_kv = [&](int it) {   // all kWG warpgroups
-        load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it), k_base, p.k.row_stride, (kt_first + it) * kTileN, L,
-                                                           d, tid);
-        load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it), v_base, p.v.row_stride, (kt_first + it) * kTileN, L,
-                                                           d, tid);
+    auto k_stage = [&](int it) { return sK + (it % Smem::kStages) * Smem::kStageBytes; };
+    auto v_stage = [&](int it) { return sV + (it % Smem::kStages) * Smem::kStageBytes; };
+    auto issue_kv = [&](int it) {   // all kWG warpgroups; tiles past the band or L are loaded / zero-filled and masked
+#pragma unroll
+        for (int t = 0; t < kT; ++t) {
+            const int key0 = (kt_first + it * kT + t) * kTileN;
+            load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
+            load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
+        }
     };
 
     load_tile_sw128_async<Element, kHeadDim, kNumThreads>(sQ, q_base, p.q.row_stride, row0, L, d, wtid);
@@ -130,8 +138,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     // Scale and mask tile `it`'s logits in s, online softmax; corr[r] is the factor O's row r must be
     // rescaled by before tile `it`'s P v is added.
     auto softmax_tile = [&](int it, float (&corr)[2]) {
-        const int key0 = (kt_first + it) * kTileN;
-        const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
+        const int key0 = (kt_first + it * kT) * kTileN;
+        const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
         auto run = [&](auto full_tag) {
             constexpr bool kFull = decltype(full_tag)::value;
 #pragma unroll
@@ -168,7 +176,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     auto issue_s = [&](int it) {
 #pragma unroll
         for (int ks = 0; ks < kKS; ++ks)
-            wgmma_s64<Element>(s, qk_desc(sQ, ks), qk_desc(k_stage(it), ks), ks > 0);
+            wgmma_s<Element, kKeys>(s, qk_desc(sQ, ks), qk_desc(k_stage(it), ks), ks > 0);
         wgmma_commit();
     };
     auto issue_pv = [&](int it) {
@@ -177,17 +185,18 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         wgmma_commit();
     };
 
-    // Top of iteration it: tile it's copies landed for every thread and every warp finished
-    // iteration it - 1, so tile it + 1 may go to the stages of tile it - 1.
-    for (int it = 0; it < n_tiles; ++it) {
+    // Top of step it: step it's copies landed for every thread and every warp finished step
+    // it - 1, so step it + 1 may go to the stages of step it - 1.
+    const int n_steps = (n_tiles + kT - 1) / kT;
+    for (int it = 0; it < n_steps; ++it) {
         cp_async_wait<0>();
         fence_proxy_async_smem();   // this thread's copies -> visible to wgmma's reads
         __syncthreads();
-        if (it + 1 < n_tiles) issue_kv(it + 1);
+        if (it + 1 < n_steps) issue_kv(it + 1);
         cp_async_commit();
 
-        const int kt = kt_first + it;
-        if (kWG == 1 || (my_first <= kt && kt <= my_last)) {   // warpgroup-uniform
+        const int kt = kt_first + it * kT;
+        if (kWG == 1 || (my_first <= kt + kT - 1 && kt <= my_last)) {   // warpgroup-uniform
             wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
             issue_s(it);
             wgmma_wait<0>();
@@ -236,17 +245,18 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 #endif
 }
 
-template <typename Element, int kHeadDim, int kWG>
+template <typename Element, int kHeadDim, int kWG, int kKeys = kTileN>
 cudaError_t launch_local_fwd_wgmma_wg(const LocalFwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kWG - 1) / (kTileM * kWG);
     const int64_t grid = n_m * p.H * p.B;
     if (grid == 0) return cudaSuccess;
     if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-    constexpr size_t smem = LocalFwdWgmmaSmem<kHeadDim, kWG>::kBytes;
+    constexpr size_t smem = LocalFwdWgmmaSmem<kHeadDim, kWG, kKeys>::kBytes;
     int ctas = 0;
-    cudaError_t err = prepare_kernel<local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG>>(smem, kNumThreads * kWG, &ctas);
+    cudaError_t err =
+        prepare_kernel<local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG, kKeys>>(smem, kNumThreads * kWG, &ctas);
     if (err != cudaSuccess) return err;
-    local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG>
+    local_attn_fwd_wgmma_kernel<Element, kHeadDim, kWG, kKeys>
         <<<static_cast<unsigned>(grid), kNumThreads * kWG, smem, stream>>>(p);
     return cudaGetLastError();
 }
@@ -256,6 +266,10 @@ template <typename Element, int kHeadDim>
 cudaError_t launch_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t stream) {
     int wg = local_wgmma_warpgroups(0);
     if (wg == 0) wg = local_fwd_default_warpgroups(kHeadDim, p.L, int64_t(p.B) * p.H, num_sms());
+    if constexpr (kHeadDim == 64) {
+        if (wg == 1 && local_fwd_keys_per_step(kLocalFwdKeysD64) == 128)
+            return launch_local_fwd_wgmma_wg<Element, kHeadDim, 1, 128>(p, stream);
+    }
     switch (wg) {
         case 2: return launch_local_fwd_wgmma_wg<Element, kHeadDim, 2>(p, stream);
         case 3: return launch_local_fwd_wgmma_wg<Element, kHeadDim, 3>(p, stream);
