@@ -2,8 +2,9 @@
 // (d <= 32 runs the mma.sync kernel), fp32 accumulation. Same band walk, masking, online softmax
 // and outputs as local_fwd_kernel.cuh (the mma.sync kernel, used on every other device); the two
 // products change:
-//   S (64 x 64)  = q kᵀ: kHeadDim / 16 wgmma m64n64k16, q and k read from shared memory;
-//   O (64 x d)  += P v:  4 wgmma m64n{d}k16 per key tile, P from registers (the S accumulators
+//   S (64 x kKeys) = q kᵀ: kHeadDim / 16 wgmma m64n{kKeys}k16, q and k read from shared memory
+//                        (kKeys = 64 keys per step, or 128 at d = 64: see the kernel);
+//   O (64 x d)  += P v:  kKeys / 16 wgmma m64n{d}k16 per step, P from registers (the S accumulators
 //                        packed to 16 bits: each warp's 16 rows of a wgmma accumulator are laid out
 //                        as the mma.sync C fragment, and the register A operand is the mma.sync A
 //                        fragment), v read from shared memory transposed (MN-major).
@@ -18,8 +19,8 @@
 // Tiles live in shared memory with the 128-byte swizzle (local_wgmma.cuh); the unswizzled
 // core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
 //
-// Schedule: per key tile, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
-// next tile's copies overlap this tile's products); the other warpgroups of the SM overlap each
+// Schedule: per step, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
+// next step's copies overlap this step's products; 3 stages measured ~1 %, session 10); the other warpgroups of the SM overlap each
 // other's softmax and products. (An FA3-style overlap inside the warpgroup, S of tile j issued with
 // P v of tile j - 1 and the softmax between them, with v triple-buffered, measured 2-7 % slower on
 // the H100 at d = 64 and 128: more registers, one CTA per SM less at d = 64; session 9.)
