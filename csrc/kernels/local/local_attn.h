@@ -75,17 +75,17 @@ bool local_wgmma_enabled(bool backward);
 // Warpgroups per CTA of the wgmma forward (1, 2 or 3 consecutive 64-query tiles sharing each
 // streamed k / v tile): FWA_LOCAL_WG (A/B timing, tests) or, when it is not set, `fallback`.
 int local_wgmma_warpgroups(int fallback);
-// The default (H100, session 10): 3 at d = 128 (168 registers and 80 KB of shared memory per
-// warpgroup: 3 per SM instead of 2 one-warpgroup CTAs; bf16 win(1024, 0) 0.908 -> 0.853-0.862 ms,
-// win(4096, 0) 6.17-6.23 -> 5.54-5.62 ms) when the grid still gives at least 4 CTAs per SM, 1
-// otherwise (win(256, 256) at B H = 4: 88 CTAs of 3, 0.020 -> 0.026 ms) and at d = 64 (3
-// one-warpgroup CTAs per SM; 2 or 3 per CTA were slower). (The backward keeps one warpgroup per CTA: 2 per CTA ran 1-5 % slower, the
-// warpgroups in lock step at the CTA's barriers overlapping each other's softmax less than
-// separate CTAs do.)
 // Keys per step of the one-warpgroup wgmma forward at d = 64 (64 or 128): FWA_LOCAL_FWD_KEYS or
 // `fallback`.
 int local_fwd_keys_per_step(int fallback);
 constexpr int kLocalFwdKeysD64 = 128;
+// The default warpgroups per CTA (H100, session 10): 3 at d = 128 (168 registers and 80 KB of
+// shared memory per warpgroup: 3 per SM instead of 2 one-warpgroup CTAs; bf16 win(1024, 0)
+// 0.908 -> 0.853-0.862 ms, win(4096, 0) 6.17-6.23 -> 5.54-5.62 ms) when the grid still gives at
+// least 4 CTAs per SM, 1 otherwise (win(256, 256) at B H = 4: 88 CTAs of 3, 0.020 -> 0.026 ms) and
+// at d = 64 (3 one-warpgroup CTAs per SM; 2 or 3 per CTA were slower). (The backward keeps one
+// warpgroup per CTA: 2 per CTA ran 1-5 % slower, the warpgroups in lock step at the CTA's barriers
+// overlapping each other's softmax less than separate CTAs do.)
 inline int local_fwd_default_warpgroups(int head_dim, int64_t L, int64_t batch_heads, int sms) {
     if (head_dim < 128) return 1;
     const int64_t ctas = (L + 3 * kLocalTile - 1) / (3 * kLocalTile) * batch_heads;
