@@ -369,8 +369,13 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
 template <int kHeadDim, bool kWgmma = false> struct LocalBwdQSmem {
     static constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
-    // q and dout of the query tile; k and v, 2 stages each.
-    static constexpr size_t kBytes = LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(6) * kTile * 2;
+    // q and dout of the query tile; k stages (3 on wgmma: tile it + 1's products are issued before
+    // tile it's dq, which still reads k), v stages (2). At d = 128 the wgmma kernel's 112 KB (+ the
+    // 1 KB alignment slack and the 1 KB the driver reserves per CTA) fill an H100 SM's 228 KB with
+    // 2 CTAs exactly.
+    static constexpr int kKStages = kWgmma ? 3 : 2;
+    static constexpr size_t kBytes =
+        LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(2 + kKStages + 2) * kTile * 2;
 };
 
 template <typename Element, int kHeadDim, bool kWgmma>
@@ -383,8 +388,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     unsigned char* smem = kWgmma ? align_1024(smem_raw) : smem_raw;
     Element* sQ = reinterpret_cast<Element*>(smem);
     Element* sO = sQ + kTile;
-    Element* sK = sO + kTile;        // 2 stages
-    Element* sV = sK + 2 * kTile;    // 2 stages
+    constexpr int kKStages = LocalBwdQSmem<kHeadDim, kWgmma>::kKStages;
+    Element* sK = sO + kTile;               // kKStages stages
+    Element* sV = sK + kKStages * kTile;    // 2 stages
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -428,9 +434,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
 
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
-    auto issue_kv = [&](int kt, int st) {
-        local_load_tile<kWgmma, false, Element, kHeadDim>(sK + st * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
-        local_load_tile<kWgmma, false, Element, kHeadDim>(sV + st * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
+    auto issue_kv = [&](int kt, int kst, int vst) {
+        local_load_tile<kWgmma, false, Element, kHeadDim>(sK + kst * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
+        local_load_tile<kWgmma, false, Element, kHeadDim>(sV + vst * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
     };
     local_load_tile<kWgmma, false, Element, kHeadDim>(
         sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
@@ -438,37 +444,15 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     local_load_tile<kWgmma, false, Element, kHeadDim>(
         sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
         p.dout.row_stride, row0, L, d, tid);
-    issue_kv(kt_first, 0);
-    cp_async_commit();
-
     const float sl = p.scale * kLog2e;
     float dq[kDT][4];
     zero_acc(dq);
 
-    for (int it = 0; it < n_tiles; ++it) {
-        cp_async_wait<0>();
-        if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
-        __syncthreads();
-        if (it + 1 < n_tiles) issue_kv(kt_first + it + 1, (it + 1) & 1);
-        cp_async_commit();
-        const int st = it & 1;
-        const Element* tK = sK + st * kTile;
-        const Element* tV = sV + st * kTile;
-        const int key0 = (kt_first + it) * kTileN;
-
-        float s[kNT][4], dp[kNT][4];
-        if constexpr (kWgmma) {
-            wg_abt2<Element, kHeadDim>(s, smem_u32(sQ), smem_u32(tK), dp, smem_u32(sO), smem_u32(tV));
-        } else {
-            zero_acc(s);
-            zero_acc(dp);
-            warp_mma_abt<kHeadDim>(s, sQ, warp * 16, tK, lane);
-            warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
-        }
-
+    // dS = P o (dP - D) into ds (which may be dp), P recomputed from s; instantiated for full and
+    // edge tiles.
+    auto tile_grads = [&](const float (&s)[kNT][4], const float (&dp)[kNT][4], float (&ds)[kNT][4], int key0) {
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
-        // Instantiated for full and edge tiles, picked once per tile.
-        auto tile_grads = [&](auto full_tag) {
+        auto run = [&](auto full_tag) {
             constexpr bool kFull = decltype(full_tag)::value;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
@@ -481,16 +465,96 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
                         if (!iv[r].contains(j)) p0 = 0.f;
                         if (!iv[r].contains(j + 1)) p1 = 0.f;
                     }
-                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
-                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                    ds[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
+                    ds[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
                 }
             }
         };
-        if (full) tile_grads(std::true_type{});
-        else tile_grads(std::false_type{});
+        if (full) run(std::true_type{});
+        else run(std::false_type{});
+    };
 
-        if constexpr (kWgmma) wg_pb<Element, kHeadDim>(dq, dp, smem_u32(tK));   // dq' += dS k
-        else warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
+    if constexpr (kWgmma) {
+        // Pipelined across key tiles: S and dP of tile it + 1 are issued before dq of tile it, as
+        // two commit groups, so tile it + 1's elementwise work (after wgmma_wait<1>) overlaps tile
+        // it's dq product. k tile t in stage t % 3 (dq of t - 1 still reads it while S of t + 1
+        // runs), v tile t in stage t % 2.
+        issue_kv(kt_first, 0, 0);
+        cp_async_commit();   // q, dout, tile 0
+        if (n_tiles > 1) issue_kv(kt_first + 1, 1, 1);
+        cp_async_commit();   // tile 1 (or empty)
+        cp_async_wait<1>();
+        fence_proxy_async_smem();
+        __syncthreads();
+        float s[kNT][4], dp[kNT][4];
+        uint32_t a[kTileN / 16][4];   // dS of the current tile, packed: the A operand of its dq product
+        // dS of tile `it` from s, dp (elementwise, into a separate array: writing the accumulators
+        // while a product is in flight makes ptxas serialize the wgmmas, C7515).
+        auto tile_ds = [&](int it, float (&ds)[kNT][4]) { tile_grads(s, dp, ds, (kt_first + it) * kTileN); };
+        wgmma_fence_operand(dq);   // the zeros are written before the first wgmma is issued (C7515)
+        wgmma_fence();
+        wg_abt_issue<Element, kHeadDim>(s, smem_u32(sQ), smem_u32(sK));
+        wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sO), smem_u32(sV));
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operand(s);
+        wgmma_fence_operand(dp);
+        {
+            float ds[kNT][4];
+            tile_ds(0, ds);
+            pack_p16<Element>(ds, a);
+        }
+        int k_cur = 0;   // k stage of tile it
+        for (int it = 0; it + 1 < n_tiles; ++it) {
+            cp_async_wait<0>();   // tile it + 1
+            fence_proxy_async_smem();
+            // Every warp is past dq of tile it - 1 and dP of tile it: k stage (it + 2) % 3 and v
+            // stage it % 2 are free; tile it + 1 is visible.
+            __syncthreads();
+            const int k_next = k_cur == 2 ? 0 : k_cur + 1;
+            const int k_free = k_next == 2 ? 0 : k_next + 1;
+            if (it + 2 < n_tiles) issue_kv(kt_first + it + 2, k_free, it & 1);
+            cp_async_commit();
+            wgmma_fence();
+            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sQ), smem_u32(sK + k_next * kTile));
+            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sO), smem_u32(sV + ((it + 1) & 1) * kTile));
+            wgmma_commit();
+            wg_pb_issue<Element, kHeadDim>(dq, a, smem_u32(sK + k_cur * kTile));   // dq' += dS k, tile it
+            wgmma_commit();
+            wgmma_wait<1>();   // S, dP of tile it + 1; dq of tile it still runs
+            wgmma_fence_operand(s);
+            wgmma_fence_operand(dp);
+            float ds[kNT][4];
+            tile_ds(it + 1, ds);
+            wgmma_wait<0>();   // dq of tile it (it reads `a`)
+            wgmma_fence_operand(dq);
+            pack_p16<Element>(ds, a);
+            k_cur = k_next;
+        }
+        wgmma_fence();
+        wg_pb_issue<Element, kHeadDim>(dq, a, smem_u32(sK + k_cur * kTile));
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operand(dq);
+    } else {
+        issue_kv(kt_first, 0, 0);
+        cp_async_commit();
+        for (int it = 0; it < n_tiles; ++it) {
+            cp_async_wait<0>();
+            __syncthreads();
+            if (it + 1 < n_tiles) issue_kv(kt_first + it + 1, (it + 1) & 1, (it + 1) & 1);
+            cp_async_commit();
+            const int st = it & 1;
+            const Element* tK = sK + st * kTile;
+            const Element* tV = sV + st * kTile;
+            float s[kNT][4], dp[kNT][4];
+            zero_acc(s);
+            zero_acc(dp);
+            warp_mma_abt<kHeadDim>(s, sQ, warp * 16, tK, lane);
+            warp_mma_abt<kHeadDim>(dp, sO, warp * 16, tV, lane);
+            tile_grads(s, dp, dp, (kt_first + it) * kTileN);
+            warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
+        }
     }
 
     const float unused_inv[2] = {1.f, 1.f};
