@@ -29,7 +29,9 @@
 // Both 2 and 3 skip every tile outside the band and mask per element only on the band's edges
 // (query_tile_full / key_tile_full tiles run without a mask), with each row's exact interval of
 // allowed partners (which also excludes queries / keys >= L). k, v (2) or q, dout (3) stay in
-// shared memory for the whole CTA; the streamed tiles are double-buffered with cp.async.
+// shared memory for the whole CTA; the streamed tiles are double-buffered with cp.async (the
+// query side's wgmma path keeps k in 3 stages: it issues S and dP of key tile it + 1 before dq of
+// tile it, so that tile it + 1's elementwise work overlaps the dq product).
 #pragma once
 #include <type_traits>
 
