@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -58,21 +59,22 @@ bool local_wgmma_enabled(bool backward) {
 #endif
 }
 
+// The value of environment variable `name` when it spells one of `choices` exactly, else 0.
+static int env_choice(const char* name, std::initializer_list<int> choices) {
+    const char* e = std::getenv(name);
+    if (e == nullptr) return 0;
+    for (int c : choices)
+        if (std::to_string(c) == e) return c;
+    return 0;
+}
+
 int local_wgmma_warpgroups(int fallback) {
-    static const int forced = [] {
-        const char* e = std::getenv("FWA_LOCAL_WG");
-        return (e != nullptr && e[0] >= '1' && e[0] <= '3' && e[1] == '\0') ? e[0] - '0' : 0;
-    }();
+    static const int forced = env_choice("FWA_LOCAL_WG", {1, 2, 3});
     return forced != 0 ? forced : fallback;
 }
 
 int local_fwd_keys_per_step(int fallback) {
-    static const int forced = [] {
-        const char* e = std::getenv("FWA_LOCAL_FWD_KEYS");
-        if (e == nullptr) return 0;
-        const std::string v(e);
-        return v == "64" ? 64 : (v == "128" ? 128 : 0);
-    }();
+    static const int forced = env_choice("FWA_LOCAL_FWD_KEYS", {64, 128});
     return forced != 0 ? forced : fallback;
 }
 

@@ -399,11 +399,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     const int L = p.L, d = p.d;
     const int n_m = (L + kTileM - 1) / kTileM;
 
-    int64_t bid = blockIdx.x;
-    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
-    const int h = static_cast<int>(bid % p.H);
-    const int64_t b = bid / p.H;
-    const int hk = h / p.group;
+    const LocalQueryBlock qb = local_query_block(p, n_m);
+    const int m_block = qb.m_block, h = qb.h, hk = qb.hk;
+    const int64_t b = qb.b;
 
     const LocalBand band = p.band();
     const int row0 = m_block * kTileM;

@@ -24,6 +24,52 @@
 
 namespace fwa {
 
+// The (query tile, query head, batch) of a query-side CTA (the forward kernels and the backward's
+// query side): blockIdx.x = (b H + h) n_m + (n_m - 1 - m_block) over n_m query tiles (of 64 rows,
+// or of kWG x 64 in the multi-warpgroup forward), m fastest and reversed.
+struct LocalQueryBlock {
+    int m_block, h, hk;   // hk: the kv head of query head h
+    int64_t b;
+};
+FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m) {
+    int64_t bid = blockIdx.x;
+    LocalQueryBlock q;
+    q.m_block = n_m - 1 - static_cast<int>(bid % n_m);
+    bid /= n_m;
+    q.h = static_cast<int>(bid % p.H);
+    q.b = bid / p.H;
+    q.hk = q.h / p.group;
+    return q;
+}
+
+// One key step's logits (a warp's 16 rows x 8 kNT keys from key0, C-fragment layout): scaled to
+// log2 units (sl), keys outside each of the thread's two rows' allowed interval set to -inf (not
+// for kFull steps, which hold allowed pairs only), then the online softmax (kernel_utils.cuh):
+// s becomes P, and corr[r] is the factor the output row r must be rescaled by. (A row with no
+// allowed key in this step and none before keeps max -inf.)
+template <bool kFull, int kNT>
+FWA_DEVICE void local_softmax_step(float (&s)[kNT][4], float sl, const RowInterval (&iv)[2], int key0, int t4,
+                                   float (&row_max)[2], float (&row_sum)[2], float (&corr)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float mx_even = -INFINITY, mx_odd = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+            float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
+            if constexpr (!kFull) {
+                const int j = key0 + nt * 8 + 2 * t4;
+                if (!iv[r].contains(j)) x0 = -INFINITY;
+                if (!iv[r].contains(j + 1)) x1 = -INFINITY;
+            }
+            s[nt][2 * r] = x0;
+            s[nt][2 * r + 1] = x1;
+            if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
+            else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
+        }
+        corr[r] = online_softmax_row_p(s, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
+    }
+}
+
 template <int kHeadDim> struct LocalFwdSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
     // q (also the output staging buffer), then k and v, 2 stages each.
@@ -53,11 +99,9 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
     const int L = p.L, d = p.d;
     const int n_m = (L + kTileM - 1) / kTileM;
 
-    int64_t bid = blockIdx.x;
-    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
-    const int h = static_cast<int>(bid % p.H);
-    const int64_t b = bid / p.H;
-    const int hk = h / p.group;
+    const LocalQueryBlock qb = local_query_block(p, n_m);
+    const int m_block = qb.m_block, h = qb.h, hk = qb.hk;
+    const int64_t b = qb.b;
 
     const LocalBand band = p.band();
     const int row0 = m_block * kTileM;
@@ -124,30 +168,11 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
         // Instantiated for full and edge tiles, picked once per tile (a per-element branch on the
         // runtime flag otherwise).
-        auto softmax_tile = [&](auto full_tag) {
-            constexpr bool kFull = decltype(full_tag)::value;
+        float corr[2];
+        if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                float mx_even = -INFINITY, mx_odd = -INFINITY;
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
-                    if constexpr (!kFull) {
-                        const int j = key0 + nt * 8 + 2 * t4;
-                        if (!iv[r].contains(j)) x0 = -INFINITY;
-                        if (!iv[r].contains(j + 1)) x1 = -INFINITY;
-                    }
-                    s[nt][2 * r] = x0;
-                    s[nt][2 * r + 1] = x1;
-                    if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
-                    else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
-                }
-                // (a row with no allowed key in this tile and none before keeps max -inf)
-                online_softmax_row(s, o_acc, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
-            }
-        };
-        if (full) softmax_tile(std::true_type{});
-        else softmax_tile(std::false_type{});
+        for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
 
         warp_mma_pb<kHeadDim>(o_acc, s, nullptr, tV, lane);   // O += P v
     }

@@ -30,6 +30,7 @@
 #include "../launch_utils.h"
 #include "../warp_mma.cuh"
 #include "local_attn.h"
+#include "local_fwd_kernel.cuh"   // local_query_block, local_softmax_step
 #include "local_wgmma.cuh"
 
 namespace fwa {
@@ -82,11 +83,9 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     const int L = p.L, d = p.d;
     const int n_m = (L + kTileM * kWG - 1) / (kTileM * kWG);
 
-    int64_t bid = blockIdx.x;
-    const int m_block = n_m - 1 - static_cast<int>(bid % n_m); bid /= n_m;
-    const int h = static_cast<int>(bid % p.H);
-    const int64_t b = bid / p.H;
-    const int hk = h / p.group;
+    const LocalQueryBlock qb = local_query_block(p, n_m);
+    const int m_block = qb.m_block, h = qb.h, hk = qb.hk;
+    const int64_t b = qb.b;
 
     const LocalBand band = p.band();
     const int n_sub = static_cast<int>(band.num_tiles());     // 64-row query tiles
@@ -141,29 +140,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     auto softmax_tile = [&](int it, float (&corr)[2]) {
         const int key0 = (kt_first + it * kT) * kTileN;
         const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
-        auto run = [&](auto full_tag) {
-            constexpr bool kFull = decltype(full_tag)::value;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                float mx_even = -INFINITY, mx_odd = -INFINITY;
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
-                    if constexpr (!kFull) {
-                        const int j = key0 + nt * 8 + 2 * t4;
-                        if (!iv[r].contains(j)) x0 = -INFINITY;
-                        if (!iv[r].contains(j + 1)) x1 = -INFINITY;
-                    }
-                    s[nt][2 * r] = x0;
-                    s[nt][2 * r + 1] = x1;
-                    if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
-                    else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
-                }
-                corr[r] = online_softmax_row_p(s, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
-            }
-        };
-        if (full) run(std::true_type{});
-        else run(std::false_type{});
+        if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
     };
     auto pack_p = [&]() {
 #pragma unroll
