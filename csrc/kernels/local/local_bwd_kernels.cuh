@@ -1,8 +1,9 @@
-// Local-attention backward, fp16/bf16 on tensor cores, deterministic. Four kernels:
+// Local-attention backward, fp16/bf16 on tensor cores, deterministic. Three kernels:
 //
-//  0. absmax: max |dout| per (b, h) and max |v| per (b, hk): the scale of the fixed-point sums
-//     below (dp_bound = d * max|dout| * max|v| >= |dP_ij|).
-//  1. preprocess: D~_i = dout_i · out_i (fp32) for every (b, h, i), into the (B, H, L) workspace:
+//  1. preprocess, one pass over dout, out and v:
+//     max |dout| per (b, h) and max |v| per (b, hk): the scale of the fixed-point sums below
+//     (dp_bound = d * max|dout| * max|v| >= |dP_ij|), and
+//     D~_i = dout_i · out_i (fp32) for every (b, h, i), into the (B, H, L) workspace:
 //     the key side's D. Its error (out is rounded to 16 bits) is common to a row; in dk it enters
 //     with a different D per query and averages out, in dq it would add up (see 3).
 //  2. key side: one CTA (4 warps x 16 keys) per (64-key tile n, kv head hk, batch b). It loops
@@ -44,7 +45,7 @@
 namespace fwa {
 
 // ---------------------------------------------------------------------------------------------
-// 0. max |dout| per (b, h) and max |v| per (b, hk)
+// 1. max |dout| per (b, h), max |v| per (b, hk), D~ = rowsum(dout * out)
 
 constexpr double kTwo61 = 2305843009213693952.0;   // 2^61: fixed-point scale of the D sums
 
@@ -55,9 +56,18 @@ FWA_DEVICE double local_dp_bound(const LocalBwdParams& p, int64_t b, int h) {
            double(p.absmax[int64_t(p.B) * p.H + b * p.Hkv + h / p.group]);
 }
 
-template <typename Element>
-__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_absmax_kernel(const LocalBwdParams p, int chunks) {
+constexpr int kPrepRows = 256;   // rows of one slice per preprocess CTA
+
+// One pass over dout, out and v: CTA (slice, chunk) takes rows
+// [chunk * rows_per_chunk, ...) of one slice: a dout slice (b, h) (slice < B H) writes D~ of each
+// row and takes max |dout|, a v slice (b, hk) takes max |v|. Rows are processed kTPR threads per row
+// (one 16-byte chunk each, the dot product reduced over those lanes), kNumThreads / kTPR rows at a
+// time; one atomicMax per CTA.
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const LocalBwdParams p, int chunks) {
     using Tr = ElementTraits<Element>;
+    constexpr int kTPR = kHeadDim / 8;   // threads per row
+    constexpr int kRowsPerIter = kNumThreads / kTPR;
     const int tid = threadIdx.x;
     const int64_t n_dout = int64_t(p.B) * p.H;
     const int64_t slice = blockIdx.x / chunks;
@@ -68,22 +78,44 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_absmax_kernel(cons
     const int64_t b = sl / heads, h = sl - (sl / heads) * heads;
     const TensorRef& t = is_v ? p.v : p.dout;
     const Element* base = static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
-    const int cpr = p.d / 8;   // 16-byte chunks per row
+    const Element* out_base = static_cast<const Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
     const int64_t rows_per_chunk = (int64_t(p.L) + chunks - 1) / chunks;
     const int64_t r0 = chunk * rows_per_chunk;
-    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(p.L, r0 + rows_per_chunk) - r0) * cpr;
+    const int64_t r_end = std::min<int64_t>(p.L, r0 + rows_per_chunk);
+    const int c = (tid % kTPR) * 8;
     float m = 0.f;
     bool nan = false;
-    for (int64_t idx = tid; idx < n; idx += kNumThreads) {
-        const int64_t row = r0 + idx / cpr;
-        const int c = static_cast<int>(idx % cpr) * 8;
-        const uint4 x = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
-        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+    // Uniform trip count over the CTA (the shuffles below).
+    for (int64_t rb = r0; rb < r_end; rb += kRowsPerIter) {
+        const int64_t row = rb + tid / kTPR;
+        const bool ok = row < r_end && c < p.d;
+        float dsum = 0.f;
+        if (ok) {
+            const uint4 x = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
+            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+            if (is_v) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const float2 f = Tr::unpack(w[e]);
-            m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
-            nan |= (f.x != f.x) || (f.y != f.y);
+                for (int e = 0; e < 4; ++e) {
+                    const float2 f = Tr::unpack(w[e]);
+                    m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
+                    nan |= (f.x != f.x) || (f.y != f.y);
+                }
+            } else {
+                const uint4 o = *reinterpret_cast<const uint4*>(out_base + row * p.out.row_stride + c);
+                const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float2 f = Tr::unpack(w[e]), y = Tr::unpack(ow[e]);
+                    m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
+                    nan |= (f.x != f.x) || (f.y != f.y);
+                    dsum = fmaf(y.x, f.x, fmaf(y.y, f.y, dsum));
+                }
+            }
+        }
+        if (!is_v) {   // CTA-uniform
+#pragma unroll
+            for (int o = 1; o < kTPR; o <<= 1) dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
+            if (row < r_end && tid % kTPR == 0) p.dsum[(b * p.H + h) * p.L + row] = dsum;
         }
     }
 #pragma unroll
@@ -106,43 +138,6 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_absmax_kernel(cons
         // Non-negative floats order like their bit patterns; the positive quiet NaN 0x7fffffff
         // orders above +inf, so a NaN anywhere in the slice makes its bound NaN.
         atomicMax(reinterpret_cast<int*>(p.absmax) + slice, any_nan ? 0x7fffffff : __float_as_int(r));
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 1. D~ = rowsum(dout * out)
-
-template <typename Element, int kHeadDim>
-__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_preprocess_kernel(const LocalBwdParams p) {
-    using Tr = ElementTraits<Element>;
-    constexpr int kTPR = kHeadDim / 8;   // threads per row, one 16-byte chunk each
-    constexpr int kRowsPerBlock = kNumThreads / kTPR;
-    const int tid = threadIdx.x;
-    const int64_t total = int64_t(p.B) * p.H * p.L;
-    const int c = (tid % kTPR) * 8;
-    // Grid-stride over row groups: whole warps take the same trip count (the shuffles below).
-    for (int64_t base = int64_t(blockIdx.x) * kRowsPerBlock; base < total;
-         base += int64_t(gridDim.x) * kRowsPerBlock) {
-        const int64_t row_id = base + tid / kTPR;
-        float dsum = 0.f;
-        if (row_id < total && c < p.d) {
-            const int64_t bh = row_id / p.L;
-            const int64_t i = row_id - bh * p.L;
-            const int64_t b = bh / p.H, h = bh - b * p.H;
-            const uint4 o = *reinterpret_cast<const uint4*>(static_cast<const Element*>(p.out.ptr) + b * p.out.batch_stride +
-                                                            h * p.out.head_stride + i * p.out.row_stride + c);
-            const uint4 g = *reinterpret_cast<const uint4*>(static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride +
-                                                            h * p.dout.head_stride + i * p.dout.row_stride + c);
-            const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, gw[4] = {g.x, g.y, g.z, g.w};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float2 x = Tr::unpack(ow[e]), y = Tr::unpack(gw[e]);
-                dsum = fmaf(x.x, y.x, fmaf(x.y, y.y, dsum));
-            }
-        }
-#pragma unroll
-        for (int o = 1; o < kTPR; o <<= 1) dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
-        if (row_id < total && tid % kTPR == 0) p.dsum[row_id] = dsum;
     }
 }
 
@@ -574,18 +569,11 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
     if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
     if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     {
-        // about 1024 rows per CTA; the slices of dout and of v, each in `chunks` pieces
-        const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + 1023) / 1024, 1 << 16));
+        // kPrepRows rows per CTA; the slices of dout and of v, each in `chunks` pieces
+        const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + kPrepRows - 1) / kPrepRows, 1 << 16));
         const int64_t grid = (int64_t(p.B) * p.H + int64_t(p.B) * p.Hkv) * chunks;
         if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-        local_attn_bwd_absmax_kernel<Element><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    }
-    {
-        constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
-        const int64_t rows = int64_t(p.B) * p.H * p.L;
-        const int64_t grid = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, int64_t(1) << 20);
-        local_attn_bwd_preprocess_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p);
+        local_attn_bwd_prep_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
