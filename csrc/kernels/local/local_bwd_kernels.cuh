@@ -252,9 +252,22 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     zero_acc(dk);
     zero_acc(dv);
 
+    // The fixed-point scale of the sums of P dP of the current query head, kTwo61 / dp_bound (0 when
+    // the bound is 0), and whether the bound is finite: computed by the first 64 threads when the
+    // head changes (items are head-major), so the flush below does no global load or division.
+    double pdp_scale = 0.0;
+    bool bound_finite = true;
+    auto set_head_scale = [&](int item) {
+        if (tid >= kTileM || item % n_qt != 0) return;
+        const double bound = local_dp_bound(p, b, hk * p.group + item / n_qt);
+        pdp_scale = bound > 0.0 ? kTwo61 / bound : 0.0;
+        bound_finite = isfinite(bound);
+    };
+
     // Item `it`'s sums of P dP and P per query: the 4 warps' column sums (staged at the end of the
     // item) added in warp order by the first 64 threads once the next barrier has passed, then
     // added in fixed point to the query's d_acc (integer atomics: any order gives the same bits).
+    // pdp_scale and bound_finite are item `it`'s head's.
     auto flush_d = [&](int it) {
         const int gi = it / n_qt;
         const int i = (qt_first + (it - gi * n_qt)) * kTileM + tid;
@@ -264,9 +277,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
             sum_staged_columns<kNumThreads / 32>(sPdp, sPsum, (it & 1) * (kNumThreads / 32) * kTileM + tid, kTileM);
         const float sp = sum.x, ss = sum.y;
         const int64_t row = (b * p.H + h) * int64_t(L) + i;
-        const double bound = local_dp_bound(p, b, h);
-        if (isfinite(sp) && isfinite(ss) && isfinite(bound)) {
-            const long long qp = bound > 0.0 ? __double2ll_rn(double(sp) * (kTwo61 / bound)) : 0;
+        if (isfinite(sp) && isfinite(ss) && bound_finite) {
+            const long long qp = __double2ll_rn(double(sp) * pdp_scale);
             const long long qs = __double2ll_rn(double(ss) * kTwo61);
             if (qp != 0) atomicAdd(p.d_acc + 2 * row, static_cast<unsigned long long>(qp));
             if (qs != 0) atomicAdd(p.d_acc + 2 * row + 1, static_cast<unsigned long long>(qs));
@@ -280,6 +292,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
         __syncthreads();   // item landed for all threads; the other stage is free
         if (item > 0) flush_d(item - 1);
+        set_head_scale(item);
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
         const int st = item & 1;
