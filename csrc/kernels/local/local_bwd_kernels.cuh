@@ -291,8 +291,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         cp_async_wait<0>();
         if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
         __syncthreads();   // item landed for all threads; the other stage is free
-        if (item > 0) flush_d(item - 1);
-        set_head_scale(item);
+        // mma.sync: item - 1's flush here; wgmma: while Sᵀ and dPᵀ run (it reads only the staged
+        // sums of the other stage, which this item does not write before its products are done).
+        if (!kWgmma && item > 0) flush_d(item - 1);
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
         const int st = item & 1;
@@ -306,8 +307,17 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ: this warp's 16 keys x the 64 queries of the tile.
         float s[kNT][4], dp[kNT][4];
         if constexpr (kWgmma) {
-            wg_abt2<Element, kHeadDim>(s, smem_u32(sK), smem_u32(tQ), dp, smem_u32(sV), smem_u32(tO));
+            wgmma_fence();
+            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), smem_u32(tQ));
+            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), smem_u32(tO));
+            wgmma_commit();
+            if (item > 0) flush_d(item - 1);
+            set_head_scale(item);
+            wgmma_wait<0>();
+            wgmma_fence_operand(s);
+            wgmma_fence_operand(dp);
         } else {
+            set_head_scale(item);
             zero_acc(s);
             zero_acc(dp);
             warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
