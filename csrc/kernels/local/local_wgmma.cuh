@@ -2,7 +2,7 @@
 // 128-byte-swizzled shared-memory tiles and their descriptors (all kernels), and the products of
 // the backward kernels, one warpgroup (the CTA's 4 warps; warp w owns rows 16 w .. 16 w + 15) per
 // 64-row tile (the forward issues the same instructions itself, see local_fwd_wgmma_kernel.cuh):
-//   wg_abt2:       acc (64 x 64) = A Bᵀ, twice, A and B 64 x kHeadDim tiles (K-major);
+//   wg_abt_issue:  acc (64 x 64) = A Bᵀ, A and B 64 x kHeadDim tiles (K-major), issued only;
 //   wg_pb, wg_pb2: acc (64 x kHeadDim) += P B (once, twice), P (64 x 64) the fp32 C fragments of
 //                  an earlier product (rounded to Element: the register A operand), B a
 //                  64 x kHeadDim tile read [k][n] (MN-major).
@@ -50,7 +50,7 @@ FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
 }
 FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
 
-// The products alone (no fence, commit or wait): wg_abt2, wg_pb2 and wg_pb below add those.
+// The products alone (no fence, commit or wait; the kernels and wg_pb2, wg_pb below add those).
 template <typename Element, int kHeadDim>
 FWA_DEVICE void wg_abt_issue(float (&acc)[kTileN / 8][4], uint32_t tA, uint32_t tB) {
 #pragma unroll
@@ -74,18 +74,6 @@ FWA_DEVICE void wg_pb_issue(float (&acc)[kHeadDim / 8][4], const uint32_t (&a)[k
     for (int kk = 0; kk < kTileN / 16; ++kk) wgmma_pv<Element, kHeadDim>(acc, a[kk], v_desc(tB, kk), 1);
 }
 
-// Two products A1 B1ᵀ, A2 B2ᵀ into acc1, acc2 (written, not accumulated), one wait.
-template <typename Element, int kHeadDim>
-FWA_DEVICE void wg_abt2(float (&acc1)[kTileN / 8][4], uint32_t tA1, uint32_t tB1, float (&acc2)[kTileN / 8][4],
-                        uint32_t tA2, uint32_t tB2) {
-    wgmma_fence();
-    wg_abt_issue<Element, kHeadDim>(acc1, tA1, tB1);
-    wg_abt_issue<Element, kHeadDim>(acc2, tA2, tB2);
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operand(acc1);
-    wgmma_fence_operand(acc2);
-}
 // acc1 += P1 B1 and acc2 += P2 B2, one wait. (P is packed before the fence: packing between the
 // wgmmas makes ptxas insert a warpgroup.arrive before each.)
 template <typename Element, int kHeadDim>
