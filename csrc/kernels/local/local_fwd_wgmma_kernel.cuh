@@ -20,10 +20,12 @@
 // core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
 //
 // Schedule: per step, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
-// next step's copies overlap this step's products; 3 stages measured ~1 %, session 10); the other warpgroups of the SM overlap each
-// other's softmax and products. (An FA3-style overlap inside the warpgroup, S of tile j issued with
-// P v of tile j - 1 and the softmax between them, with v triple-buffered, measured 2-7 % slower on
-// the H100 at d = 64 and 128: more registers, one CTA per SM less at d = 64; session 9.)
+// next step's copies overlap this step's products; 3 stages measured ~1 %, session 10); the other
+// warpgroups of the SM overlap each other's softmax and products. (An FA3-style overlap inside the
+// warpgroup, S of tile j issued with P v of tile j - 1 and the softmax between them, with v
+// triple-buffered, measured 2-7 % slower on the H100 at d = 64 and 128 in session 9; in session 11,
+// without wgmma serialization, 3-4 % slower at one warpgroup per CTA and 0-1 % faster at 3 with
+// each warpgroup on its own key steps: benchmarks/NOTES.md, tools/patches/fwd-overlap-per-warpgroup.patch.)
 #pragma once
 #include <type_traits>
 

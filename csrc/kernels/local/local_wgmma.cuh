@@ -3,8 +3,9 @@
 // the backward kernels, one warpgroup (the CTA's 4 warps; warp w owns rows 16 w .. 16 w + 15) per
 // 64-row tile (the forward issues the same instructions itself, see local_fwd_wgmma_kernel.cuh):
 //   wg_abt_issue:  acc (64 x 64) = A Bᵀ, A and B 64 x kHeadDim tiles (K-major), issued only;
-//   wg_pb, wg_pb2: acc (64 x kHeadDim) += P B (once, twice), P (64 x 64) the fp32 C fragments of
-//                  an earlier product (rounded to Element: the register A operand), B a
+//   wg_pb_issue:   acc (64 x kHeadDim) += A B, A the packed 16-bit register operand, issued only;
+//   wg_pb2:        acc (64 x kHeadDim) += P B, twice, P (64 x 64) the fp32 C fragments of an
+//                  earlier product (rounded to Element: the register A operand), B a
 //                  64 x kHeadDim tile read [k][n] (MN-major).
 // Each thread's accumulators are laid out as the mma.sync C fragments of its warp's 16 rows, so
 // the kernels' softmax and gradient code is shared with their mma.sync paths.
@@ -50,7 +51,7 @@ FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
 }
 FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
 
-// The products alone (no fence, commit or wait; the kernels and wg_pb2, wg_pb below add those).
+// The products alone (no fence, commit or wait; the kernels and wg_pb2 below add those).
 template <typename Element, int kHeadDim>
 FWA_DEVICE void wg_abt_issue(float (&acc)[kTileN / 8][4], uint32_t tA, uint32_t tB) {
 #pragma unroll
@@ -89,16 +90,6 @@ FWA_DEVICE void wg_pb2(float (&acc1)[kHeadDim / 8][4], const float (&p1)[kTileN 
     wgmma_wait<0>();
     wgmma_fence_operand(acc1);
     wgmma_fence_operand(acc2);
-}
-template <typename Element, int kHeadDim>
-FWA_DEVICE void wg_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTileN / 8][4], uint32_t tB) {
-    uint32_t a[kTileN / 16][4];
-    pack_p16<Element>(p, a);
-    wgmma_fence();
-    wg_pb_issue<Element, kHeadDim>(acc, a, tB);
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operand(acc);
 }
 
 // The first 1024-byte-aligned address at or after p (shared memory).
