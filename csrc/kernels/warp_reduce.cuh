@@ -52,6 +52,23 @@ FWA_DEVICE void stage_warp_column_sums(float (&pdp)[16], const float (&p)[8][4],
     *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
 }
 
+// The sums of P dP alone (stage_warp_column_sums without the sums of P): lane (g, t4) writes
+// columns g * 8 + 2 * t4 + {0, 1} of the warp's staging row sPdp + row_off (pdp clobbered).
+FWA_DEVICE void stage_warp_pdp_sums(float (&pdp)[16], float* sPdp, int row_off) {
+    const int lane = threadIdx.x & 31;
+    const int off = row_off + (lane >> 2) * 8 + 2 * (lane & 3);
+    float col[2];
+    column_sums_over_g(pdp, col);
+    *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
+}
+template <int kWarps>
+FWA_DEVICE float sum_staged_pdp(const float* sPdp, int off, int stride) {
+    float sum = sPdp[off];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) sum += sPdp[off + w * stride];
+    return sum;
+}
+
 // Column `off` of kWarps staging rows `stride` floats apart (stage_warp_column_sums), added in warp
 // order: (sum of P dP, sum of P) over the CTA's keys, bitwise reproducible.
 template <int kWarps>

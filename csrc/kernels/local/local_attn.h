@@ -48,10 +48,10 @@ struct LocalFwdParams {
 struct LocalBwdParams : LocalFwdParams {
     TensorRef dout, dq, dk, dv;
     float* dsum = nullptr;  // workspace (B, H, L) fp32: rowsum(dout * out), the key side's D
-    // The query side's D = sum_j P_ij dP_ij / sum_j P_ij (fp16 / bf16 kernels; see
+    // The query side's D = sum_j P_ij dP_ij (fp16 / bf16 kernels; see
     // local_bwd_kernels.cuh), accumulated by the key side in fixed point with integer atomics
     // (order-free: bitwise deterministic). All three zeroed by the caller.
-    //   d_acc  [B * H * L][2]: sum of P dP in units of dp_bound(b, h) * 2^-61, sum of P in 2^-61
+    //   d_acc  [B * H * L][2]: sum of P dP in units of dp_bound(b, h) * 2^-61 ([1] unused)
     //   d_bad  [B * H * L]: nonzero where a partial sum was not finite (D is then NaN)
     //   absmax [B * H] max |dout| of each (b, h), then [B * Hkv] max |v| of each (b, hk) (float
     //          bits compared as integers; NaN wins), so dp_bound(b, h) = d * max|dout| * max|v|

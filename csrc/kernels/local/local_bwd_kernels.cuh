@@ -15,15 +15,16 @@
 //     computed directly (keys are the rows), so Pᵀ and dSᵀ are already A operands of the next
 //     products. The GQA sum over heads happens inside this one CTA in a fixed order: no atomics,
 //     bitwise deterministic. dk = scale * acc, dv = acc, written once. It also sums, per query of
-//     each item, P dP and P over its 64 keys (fp32, fixed order) and adds them in fixed point
-//     (int64, units dp_bound * 2^-61 and 2^-61) to the query's d_acc with integer atomics, which
-//     are order-free: the totals are bitwise deterministic.
+//     each item, P dP over its 64 keys (fp32, fixed order) and adds it in fixed point (int64,
+//     units dp_bound * 2^-61) to the query's d_acc with integer atomics, which are order-free: the
+//     total is bitwise deterministic.
 //  3. query side: one CTA per (64-query tile m, query head h, batch b) over the key tiles
 //     [key_tile_first(m), key_tile_last(m)], recomputing P and dS the same way and accumulating
-//     dq = scale dS k in registers, with D_i = sum_j P_ij dP_ij / sum_j P_ij from d_acc: exact
-//     for the P both kernels recompute (which sums to 1 only to within the fp32 rounding of lse),
-//     so sum_j dS_ij = 0 and no rounding of out enters dq (rowsum(dout * out) made dq several times
-//     less accurate than PyTorch's own bf16 on values that sit close to their mean).
+//     dq = scale dS k in registers, with D_i = sum_j P_ij dP_ij from d_acc: the P both kernels
+//     recompute (sum_j P_ij = 1 to within the fp32 rounding of lse; dividing by it cost a second
+//     column sum and atomic per query and item), so no rounding of out enters dq (rowsum(dout * out)
+//     made dq several times less accurate than PyTorch's own bf16 on values that sit close to
+//     their mean).
 // 2 and 3 have two product paths (kWgmma): mma.sync from padded row tiles (tile_io.cuh), and on
 // sm_90a at d > 32 Hopper warpgroup MMAs from 128-byte-swizzled tiles (local_wgmma.cuh), the CTA's
 // 4 warps one warpgroup; everything else is shared.
@@ -154,10 +155,10 @@ template <int kHeadDim, bool kWgmma> struct LocalBwdTile {
 template <int kHeadDim, bool kWgmma = false> struct LocalBwdKvSmem {
     static constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     // k, v of the key tile; q and dout, 2 stages each; lse and D~ of the query tile, 2 stages;
-    // per-warp column sums of P dP and of P, 2 stages x 4 warps x 64 queries each.
+    // per-warp column sums of P dP, 2 stages x 4 warps x 64 queries.
     static constexpr size_t kBytes = LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(6) * kTile * 2 +
                                      size_t(2) * 2 * kTileM * sizeof(float) +
-                                     size_t(2) * 2 * (kNumThreads / 32) * kTileM * sizeof(float);
+                                     size_t(2) * (kNumThreads / 32) * kTileM * sizeof(float);
 };
 
 // A tile's async copy on either path (the mma.sync path in the form given by kHoist).
@@ -185,7 +186,6 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
     float* sRow = reinterpret_cast<float*>(sO + 2 * kTile);   // [2 stages][lse, D][64]
     float* sPdp = sRow + 2 * 2 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
-    float* sPsum = sPdp + 2 * (kNumThreads / 32) * kTileM;     // [2 stages][4 warps][64]: sum P
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -208,8 +208,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     const int full_hi = static_cast<int>(band.query_hi(key0));
     RowInterval iv[2];   // allowed queries of this thread's two keys
     // Keys >= L (the last tile's zero-filled rows) get P = 0: their dk / dv rows are never stored,
-    // but their P would enter the per-query sum of P below (a full tile does not mask them, nor
-    // does iv where the band reaches past L).
+    // and P = exp(-lse) != 0 there would be wrong in dv's product (a full tile does not mask them,
+    // nor does iv where the band reaches past L).
     bool key_ok[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         bound_finite = isfinite(bound);
     };
 
-    // Item `it`'s sums of P dP and P per query: the 4 warps' column sums (staged at the end of the
+    // Item `it`'s sums of P dP per query: the 4 warps' column sums (staged at the end of the
     // item) added in warp order by the first 64 threads once the next barrier has passed, then
     // added in fixed point to the query's d_acc (integer atomics: any order gives the same bits).
     // pdp_scale and bound_finite are item `it`'s head's.
@@ -273,15 +273,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int i = (qt_first + (it - gi * n_qt)) * kTileM + tid;
         if (tid >= kTileM || i >= L) return;
         const int h = hk * p.group + gi;
-        const float2 sum =
-            sum_staged_columns<kNumThreads / 32>(sPdp, sPsum, (it & 1) * (kNumThreads / 32) * kTileM + tid, kTileM);
-        const float sp = sum.x, ss = sum.y;
+        const float sp =
+            sum_staged_pdp<kNumThreads / 32>(sPdp, (it & 1) * (kNumThreads / 32) * kTileM + tid, kTileM);
         const int64_t row = (b * p.H + h) * int64_t(L) + i;
-        if (isfinite(sp) && isfinite(ss) && bound_finite) {
+        if (isfinite(sp) && bound_finite) {
             const long long qp = __double2ll_rn(double(sp) * pdp_scale);
-            const long long qs = __double2ll_rn(double(ss) * kTwo61);
             if (qp != 0) atomicAdd(p.d_acc + 2 * row, static_cast<unsigned long long>(qp));
-            if (qs != 0) atomicAdd(p.d_acc + 2 * row + 1, static_cast<unsigned long long>(qs));
         } else {
             atomicOr(p.d_bad + row, 1);
         }
@@ -359,9 +356,9 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         if (full) tile_grads(std::true_type{});
         else tile_grads(std::false_type{});
 
-        // sums of P dP and of P over the warp's 16 keys, per query
-        static_assert(kNT == 8, "stage_warp_column_sums sums a 64-column tile");
-        stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
+        // sums of P dP over the warp's 16 keys, per query
+        static_assert(kNT == 8, "stage_warp_pdp_sums sums a 64-column tile");
+        stage_warp_pdp_sums(pdp, sPdp, (st * (kNumThreads / 32) + warp) * kTileM);
 
         // dv += Pᵀ dout, dk += dSᵀ q
         if constexpr (kWgmma) {
@@ -440,13 +437,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         lse2[r] = row < L ? p.lse[row_base + row] * kLog2e : 0.f;
         dsum[r] = 0.f;
         if (row < L) {
-            // D = sum P dP / sum P from the key side's fixed-point sums (units cancel but bound's)
+            // D = sum P dP from the key side's fixed-point sum (units of dp_bound * 2^-61; sum P = 1
+            // to within the fp32 rounding of lse)
             const int64_t id = row_base + row;
             const long long sp = static_cast<long long>(p.d_acc[2 * id]);
-            const long long ss = static_cast<long long>(p.d_acc[2 * id + 1]);
             dsum[r] = p.d_bad[id] != 0 ? __int_as_float(0x7fffffff)
-                      : ss != 0        ? static_cast<float>(double(sp) * bound / double(ss))
-                                       : 0.f;
+                                       : static_cast<float>(double(sp) * (bound / kTwo61));
         }
     }
 
