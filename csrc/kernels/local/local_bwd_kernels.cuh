@@ -221,8 +221,21 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     auto head_ptr = [&](const TensorRef& t, int head) {
         return static_cast<const Element*>(t.ptr) + b * t.batch_stride + head * t.head_stride;
     };
+    // An item's query head within the group (items are head-major, n_qt query tiles per head). The
+    // wgmma kernels ask only for items - 1, item and item + 1 of the loop and derive it from item's
+    // head gi_c with no integer division (4 divisions per item cost them 4-7 %, session 12); the
+    // mma.sync kernels keep the division (counting raised their registers, d = 32 168 -> 218).
+    int gi_c = 0;
+    auto item_head = [&](int it) {
+        if constexpr (kWgmma) {
+            const int r = it - gi_c * n_qt;
+            return r < 0 ? gi_c - 1 : (r >= n_qt ? gi_c + 1 : gi_c);
+        } else {
+            return it / n_qt;
+        }
+    };
     auto issue_loads = [&](int item) {
-        const int gi = item / n_qt;
+        const int gi = item_head(item);
         const int qt = qt_first + (item - gi * n_qt);
         const int h = hk * p.group + gi;
         const int st = item & 1;
@@ -258,8 +271,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     double pdp_scale = 0.0;
     bool bound_finite = true;
     auto set_head_scale = [&](int item) {
-        if (tid >= kTileM || item % n_qt != 0) return;
-        const double bound = local_dp_bound(p, b, hk * p.group + item / n_qt);
+        if (tid >= kTileM || item - item_head(item) * n_qt != 0) return;
+        const double bound = local_dp_bound(p, b, hk * p.group + item_head(item));
         pdp_scale = bound > 0.0 ? kTwo61 / bound : 0.0;
         bound_finite = isfinite(bound);
     };
@@ -269,7 +282,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     // added in fixed point to the query's d_acc (integer atomics: any order gives the same bits).
     // pdp_scale and bound_finite are item `it`'s head's.
     auto flush_d = [&](int it) {
-        const int gi = it / n_qt;
+        const int gi = item_head(it);
         const int i = (qt_first + (it - gi * n_qt)) * kTileM + tid;
         if (tid >= kTileM || i >= L) return;
         const int h = hk * p.group + gi;
@@ -294,7 +307,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
         const int st = item & 1;
-        const int qt = qt_first + item % n_qt;
+        const int qt = qt_first + (item - item_head(item) * n_qt);
         const int q0 = qt * kTileM;
         const Element* tQ = sQ + st * kTile;
         const Element* tO = sO + st * kTile;
@@ -367,6 +380,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
             warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
             warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
         }
+        if constexpr (kWgmma) gi_c = item_head(item + 1);
     }
     __syncthreads();
     flush_d(n_items - 1);
