@@ -46,10 +46,19 @@ FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t
 // 8-row groups 1024 bytes apart (the leading offset is unused); a k16 step is 32 bytes within a
 // panel. v is MN-major: 64-column panels 8 KB apart (leading), 8-key groups 1024 bytes (stride);
 // a k16 step (16 keys) is 2048 bytes.
-FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
-    return wgmma_desc(tile + (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024, 1);
+// Built as wgmma_desc(tile + off, lbo, sbo, 1) but from the tile's 14-bit address field, which the
+// compiler computes once per tile: a k16 step's descriptor is then one integer add of a constant
+// (off >> 4 plus the leading offset's field) instead of an add, mask, shift and or per wgmma. No
+// carry leaves the field: shared addresses and offsets stay below 256 KB.
+FWA_DEVICE uint64_t sw128_desc(uint32_t tile, uint32_t off, uint32_t lbo, uint32_t sbo) {
+    const uint32_t lo = ((tile & 0x3FFFFu) >> 4) + ((off >> 4) | (((lbo & 0x3FFFFu) >> 4) << 16));
+    const uint32_t hi = ((sbo & 0x3FFFFu) >> 4) | (1u << 30);   // 128-byte swizzle: mode 1, bits 62-63
+    return (uint64_t(hi) << 32) | lo;
 }
-FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return wgmma_desc(tile + kk * 2048, kTileM * 128, 1024, 1); }
+FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
+    return sw128_desc(tile, (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024);
+}
+FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return sw128_desc(tile, kk * 2048, kTileM * 128, 1024); }
 
 // The products alone (no fence, commit or wait; the kernels and wg_pb2 below add those).
 template <typename Element, int kHeadDim>
