@@ -208,9 +208,11 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     const int full_hi = static_cast<int>(band.query_hi(key0));
     RowInterval iv[2];   // allowed queries of this thread's two keys
     // Keys >= L (the last tile's zero-filled rows) get P = 0: their dk / dv rows are never stored,
-    // and P = exp(-lse) != 0 there would be wrong in dv's product (a full tile does not mask them,
-    // nor does iv where the band reaches past L).
+    // and P = exp(-lse) != 0 there would be wrong in dv's product (iv does not exclude them where
+    // the band reaches past L). Only a tile holding such keys needs key_ok, and its items all take
+    // the masked path (keys_in false).
     bool key_ok[2];
+    const bool keys_in = key0 + kTileN <= L;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int key = key0 + warp * 16 + g + 8 * r;
@@ -334,7 +336,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
             warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
         }
 
-        const bool full = full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
+        const bool full = keys_in && full_lo <= q0 && q0 + kTileM - 1 <= full_hi;   // CTA-uniform
         // P dP summed over the thread's two keys, per query column
         float pdp[2 * kNT];
 #pragma unroll
@@ -355,8 +357,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
                         const int i = q0 + c;
                         if (!iv[r].contains(i)) p0 = 0.f;
                         if (!iv[r].contains(i + 1)) p1 = 0.f;
+                        if (!key_ok[r]) p0 = p1 = 0.f;
                     }
-                    if (!key_ok[r]) p0 = p1 = 0.f;
                     s[nt][2 * r] = p0;
                     s[nt][2 * r + 1] = p1;
                     pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
