@@ -33,8 +33,9 @@ SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
 
 
 def find_nvdisasm() -> str:
+    nvcc = shutil.which("nvcc")
     for cand in (os.environ.get("NVDISASM"), shutil.which("nvdisasm"),
-                 os.path.join(os.path.dirname(shutil.which("nvcc") or ""), "nvdisasm")):
+                 os.path.join(os.path.dirname(nvcc), "nvdisasm") if nvcc else None):
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     try:

@@ -30,30 +30,10 @@ FWA_DEVICE void column_sums_over_g(float (&v)[16], float (&out)[2]) {
     out[1] = v[1];
 }
 
-// The backward key-side kernels' part of D_i = sum_j P_ij dP_ij / sum_j P_ij (both families): a
-// warp's per-query sums over its 16 keys of P dP and of P, from a 16 x 64 tile of Pᵀ (keys are the
-// rows, queries the columns). pdp[2 nt + e]: the lane's P dP for column nt * 8 + 2 * t4 + e summed
-// over its two rows (clobbered); p: the C fragment of Pᵀ. Lane (g, t4) writes columns
-// g * 8 + 2 * t4 + {0, 1} of the warp's staging row, sPdp + row_off and sPsum + row_off.
-FWA_DEVICE void stage_warp_column_sums(float (&pdp)[16], const float (&p)[8][4], float* sPdp, float* sPsum,
-                                       int row_off) {
-    const int lane = threadIdx.x & 31;
-    const int off = row_off + (lane >> 2) * 8 + 2 * (lane & 3);
-    float col[2];
-    column_sums_over_g(pdp, col);
-    *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
-    float psum[16];
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-        psum[2 * nt] = p[nt][0] + p[nt][2];
-        psum[2 * nt + 1] = p[nt][1] + p[nt][3];
-    }
-    column_sums_over_g(psum, col);
-    *reinterpret_cast<float2*>(sPsum + off) = make_float2(col[0], col[1]);
-}
-
-// The sums of P dP alone (stage_warp_column_sums without the sums of P): lane (g, t4) writes
-// columns g * 8 + 2 * t4 + {0, 1} of the warp's staging row sPdp + row_off (pdp clobbered).
+// A warp's per-query sums of P dP over its 16 keys, from a 16 x 64 tile of Pᵀ (keys are the rows,
+// queries the columns): pdp[2 nt + e] is the lane's P dP for column nt * 8 + 2 * t4 + e summed over
+// its two rows (clobbered). Lane (g, t4) writes columns g * 8 + 2 * t4 + {0, 1} of the warp's
+// staging row sPdp + row_off.
 FWA_DEVICE void stage_warp_pdp_sums(float (&pdp)[16], float* sPdp, int row_off) {
     const int lane = threadIdx.x & 31;
     const int off = row_off + (lane >> 2) * 8 + 2 * (lane & 3);
@@ -61,6 +41,23 @@ FWA_DEVICE void stage_warp_pdp_sums(float (&pdp)[16], float* sPdp, int row_off) 
     column_sums_over_g(pdp, col);
     *reinterpret_cast<float2*>(sPdp + off) = make_float2(col[0], col[1]);
 }
+
+// The window family's key-side part of D_i = sum_j P_ij dP_ij / sum_j P_ij: stage_warp_pdp_sums,
+// and the same for the sums of P (p: the C fragment of Pᵀ) into sPsum + row_off.
+FWA_DEVICE void stage_warp_column_sums(float (&pdp)[16], const float (&p)[8][4], float* sPdp, float* sPsum,
+                                       int row_off) {
+    stage_warp_pdp_sums(pdp, sPdp, row_off);
+    float psum[16];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+        psum[2 * nt] = p[nt][0] + p[nt][2];
+        psum[2 * nt + 1] = p[nt][1] + p[nt][3];
+    }
+    stage_warp_pdp_sums(psum, sPsum, row_off);
+}
+
+// Column `off` of kWarps staging rows `stride` floats apart (stage_warp_pdp_sums), added in warp
+// order over the CTA's keys: bitwise reproducible.
 template <int kWarps>
 FWA_DEVICE float sum_staged_pdp(const float* sPdp, int off, int stride) {
     float sum = sPdp[off];
@@ -69,8 +66,7 @@ FWA_DEVICE float sum_staged_pdp(const float* sPdp, int off, int stride) {
     return sum;
 }
 
-// Column `off` of kWarps staging rows `stride` floats apart (stage_warp_column_sums), added in warp
-// order: (sum of P dP, sum of P) over the CTA's keys, bitwise reproducible.
+// (sum of P dP, sum of P) of column `off` (stage_warp_column_sums), each added in warp order.
 template <int kWarps>
 FWA_DEVICE float2 sum_staged_columns(const float* sPdp, const float* sPsum, int off, int stride) {
     float2 sum = make_float2(sPdp[off], sPsum[off]);
