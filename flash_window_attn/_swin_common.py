@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import os
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
@@ -32,6 +33,11 @@ OP_HAS_DROPOUT: bool = "dropout_p" in inspect.signature(window_attention).parame
 
 _CPU_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _CUDA_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# Under torch.compile, the CPB MLP is traced as plain ops (inductor fuses them) unless this is set
+# (environment variable FWA_CPB_OP_UNDER_COMPILE=1 at import): then the graph calls the
+# swin_cpb_bias op, whose CUDA float32 kernels are 2 launches forward and 2 backward.
+CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "0") not in ("", "0")
 
 # Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
 _CACHE_ATTR = "_fwa_bias_cache"
@@ -160,7 +166,8 @@ def cpb_bias(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int, n: i
     and backward run in C++ (csrc/ops/swin_cpb.cpp): far fewer host-side operations per layer.
     """
     with autocast_disabled(coords.device.type):
-        if not torch.compiler.is_compiling() and _standard_cpb_mlp(mlp, coords, num_heads):
+        if ((CPB_OP_UNDER_COMPILE or not torch.compiler.is_compiling())
+                and _standard_cpb_mlp(mlp, coords, num_heads)):
             l1, _, l2 = mlp._modules.values()
             return torch.ops.flash_window_attn.swin_cpb_bias(coords, l1.weight, l1.bias, l2.weight, index)
         table = mlp(coords).view(-1, num_heads)

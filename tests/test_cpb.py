@@ -132,3 +132,107 @@ def test_autocast_runs_in_parameter_dtype(device):
         b = common.cpb_bias(mlp, coords, index, 3, 64)
     assert b.dtype == torch.float32
     torch.testing.assert_close(b, _plain(mlp, coords, index, 3), rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------
+# CUDA float32: the fused kernels (csrc/kernels/swin_cpb.cu), against a float64 evaluation of the
+# same formula, over head counts on both sides of each register-tile size (8, 16, 32, 64) and
+# above the largest (the ATen path), with timm's hidden width 512.
+# ------------------------------------------------------------------------------------------------
+
+def _f64_reference(coords, w1, b1, w2, index, grad):
+    """bias and (dw1, db1, dw2) of the plain formula, in float64 on the CPU."""
+    args = [t.detach().double().cpu().requires_grad_(True) for t in (w1, b1, w2)]
+    c = coords.detach().double().cpu().reshape(-1, 2)
+    h = torch.relu(c @ args[0].t() + args[1])
+    table = 16 * torch.sigmoid(h @ args[2].t())
+    n = index.shape[0]
+    bias = table[index.cpu().reshape(-1)].view(n, n, -1).permute(2, 0, 1)
+    grads = torch.autograd.grad(bias, args, grad.double().cpu())
+    return bias.detach(), grads
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("window,H", [((16, 16), 3), ((16, 16), 8), ((16, 16), 9), ((12, 12), 16),
+                                      ((8, 8), 24), ((12, 12), 32), ((7, 7), 33), ((24, 24), 48),
+                                      ((8, 8), 64), ((8, 8), 65), ((6, 10), 5)])
+@pytest.mark.parametrize("with_b1", [True, False], ids=["b1", "no_b1"])
+def test_cuda_fp32_vs_float64(window, H, with_b1):
+    coords, index = _coords_index(*window, "cuda", torch.float32)
+    mlp = _mlp(H, 512, "cuda", torch.float32, seed=H, bias=with_b1)
+    n = index.shape[0]
+    grad = torch.randn(H, n, n, device="cuda")
+    w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
+    params = [p for p in (w1, b1, w2) if p is not None]
+    got = OP(coords, w1, b1, w2, index)
+    gg = torch.autograd.grad(got, params, grad)
+    want, gw = _f64_reference(coords, w1, b1 if b1 is not None else torch.zeros(512, device="cuda"), w2, index,
+                              grad)
+    gw = [g for g, p in zip(gw, (w1, b1, w2)) if p is not None]
+    # float32 evaluation of a 512-term dot product, then sigmoid: a few ulp of the values
+    torch.testing.assert_close(got.double().cpu(), want, rtol=2e-6, atol=2e-6)
+    for name, a, b in zip(["dw1", "db1", "dw2"] if with_b1 else ["dw1", "dw2"], gg, gw):
+        # sums of ~N^2 (dtable) then ~T (weights) float32 terms of both signs: relative to the largest
+        scale = b.abs().max().item()
+        torch.testing.assert_close(a.double().cpu(), b, rtol=0, atol=2e-5 * scale, msg=name)
+    again = torch.autograd.grad(OP(coords, w1, b1, w2, index), params, grad)
+    for a, b in zip(gg, again):
+        assert torch.equal(a, b), "backward not bitwise deterministic"
+
+
+@pytest.mark.cuda
+def test_cuda_strided_grad_and_coords():
+    """A non-contiguous dbias (a transposed view) and a non-contiguous coordinate table give the
+    same results as their contiguous copies."""
+    coords, index = _coords_index(8, 8, "cuda", torch.float32)
+    mlp = _mlp(6, 512, "cuda", torch.float32, seed=1)
+    w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
+    g = torch.randn(6, 64, 64, device="cuda").transpose(1, 2)
+    coords_nc = coords.reshape(-1, 2).t().contiguous().t()   # (T, 2) with strides (1, T)
+    assert not coords_nc.is_contiguous()
+    out_nc = OP(coords_nc, w1, b1, w2, index)
+    out = OP(coords, w1, b1, w2, index)
+    assert torch.equal(out, out_nc)
+    a = torch.autograd.grad(out_nc, [w1, b1, w2], g)
+    b = torch.autograd.grad(out, [w1, b1, w2], g.contiguous())
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+@pytest.mark.cuda
+def test_cuda_index_written_in_place_is_seen():
+    """The backward's CSR inverse of index is cached per index tensor and version: an in-place
+    write to index (a version bump) gives the gradients of the new index."""
+    coords, index = _coords_index(8, 8, "cuda", torch.float32)
+    mlp = _mlp(4, 64, "cuda", torch.float32, seed=2)
+    w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
+    g = torch.randn(4, 64, 64, device="cuda")
+    torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)   # fills the cache
+    perm = torch.randperm(index.numel(), generator=torch.Generator().manual_seed(0)).to("cuda")
+    index.copy_(index.reshape(-1)[perm].view_as(index))
+    got = torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
+    want = torch.autograd.grad(_plain(mlp, coords, index, 4), [w1, b1, w2], g)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_cuda_stale_or_bad_index_poisons():
+    """A write to index that its version counter does not see (through ``.data``) leaves the cached
+    CSR stale: the kernels detect it and the gradients are NaN, never silently wrong. An index value
+    outside the table gives NaN bias entries (the ATen path would raise a device-side assert)."""
+    coords, index = _coords_index(8, 8, "cuda", torch.float32)
+    mlp = _mlp(4, 64, "cuda", torch.float32, seed=3)
+    w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
+    g = torch.randn(4, 64, 64, device="cuda")
+    torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
+    index.data.copy_(index.flip(0))
+    got = torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
+    assert all(torch.isnan(x).all() for x in got)
+    bad = index.clone()
+    bad[3, 5] = coords.numel() // 2   # one past the table
+    bias = OP(coords, w1, b1, w2, bad)
+    assert torch.isnan(bias[:, 3, 5]).all()
+    finite = torch.ones_like(bias, dtype=torch.bool)
+    finite[:, 3, 5] = False
+    assert torch.isfinite(bias[finite]).all()

@@ -142,26 +142,32 @@ cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, 
     return cudaGetLastError();
 }
 
-__global__ void reduce_dbias_kernel(const float* partial, int P, int Npad, int N, int H,
-                                    float* dbias) {
-    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    const int64_t total = int64_t(H) * N * N;
-    if (idx >= total) return;
-    const int j = static_cast<int>(idx % N);
-    const int i = static_cast<int>((idx / N) % N);
-    const int h = static_cast<int>(idx / (int64_t(N) * N));
-    const float* src = partial + int64_t(h) * P * Npad * Npad + int64_t(i) * Npad + j;
-    float acc = 0.f;
-    for (int k = 0; k < P; ++k) acc += src[int64_t(k) * Npad * Npad];
-    dbias[idx] = acc;
-}
-
-__global__ void reduce_dalpha_kernel(const float* partial, int P, const float* logit_scale, int H,
-                                     float* dlogit) {
-    const int h = blockIdx.x * blockDim.x + threadIdx.x;
+// dbias[h, i, j] = sum over the P window-chunk partials; dlogit[h] = sum over its partials times
+// d exp(clamp(ls, max = ln 100)) / d ls. One launch for both (the blocks past the dbias range take
+// dlogit): the backward runs once per layer and training step, where every launch costs host time.
+// Each output is one thread's fixed-order sum: bitwise deterministic.
+__global__ void reduce_partials_kernel(const float* dbias_partial, int P_bias, int Npad, int N, int H,
+                                       float* dbias, unsigned dbias_blocks, const float* dalpha_partial,
+                                       int P_alpha, const float* logit_scale, float* dlogit) {
+    if (blockIdx.x < dbias_blocks) {
+        const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+        const int64_t total = int64_t(H) * N * N;
+        if (idx >= total) return;
+        float acc = 0.f;
+        if (P_bias > 0) {
+            const int j = static_cast<int>(idx % N);
+            const int i = static_cast<int>((idx / N) % N);
+            const int h = static_cast<int>(idx / (int64_t(N) * N));
+            const float* src = dbias_partial + int64_t(h) * P_bias * Npad * Npad + int64_t(i) * Npad + j;
+            for (int k = 0; k < P_bias; ++k) acc += src[int64_t(k) * Npad * Npad];
+        }
+        dbias[idx] = acc;   // no windows: 0
+        return;
+    }
+    const int h = static_cast<int>(blockIdx.x - dbias_blocks) * blockDim.x + threadIdx.x;
     if (h >= H) return;
     float acc = 0.f;
-    for (int k = 0; k < P; ++k) acc += partial[int64_t(h) * P + k];
+    for (int k = 0; k < P_alpha; ++k) acc += dalpha_partial[int64_t(h) * P_alpha + k];
     const float ls = logit_scale[h];
     // d/dls exp(clamp(ls, max=ln 100)): flows where ls <= ln 100 (torch.clamp semantics).
     dlogit[h] = ls <= kLogitScaleMax ? acc * expf(ls) : 0.f;
@@ -170,24 +176,15 @@ __global__ void reduce_dalpha_kernel(const float* partial, int P, const float* l
 cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partials,
                                         int num_dalpha_partials, float* dbias, float* dlogit,
                                         cudaStream_t s) {
-    if (dbias != nullptr) {
-        const int64_t total = int64_t(p.H) * p.N * p.N;
-        cudaError_t err;
-        if (num_dbias_partials == 0) {   // no windows: dbias is 0 (and dlogit below still runs)
-            err = cudaMemsetAsync(dbias, 0, total * sizeof(float), s);
-        } else {
-            reduce_dbias_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
-                p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias);
-            err = cudaGetLastError();
-        }
-        if (err != cudaSuccess) return err;
-    }
-    if (dlogit != nullptr) {
-        reduce_dalpha_kernel<<<(p.H + 127) / 128, 128, 0, s>>>(p.dalpha_partial, num_dalpha_partials,
-                                                              p.logit_scale, p.H, dlogit);
-        return cudaGetLastError();
-    }
-    return cudaSuccess;
+    constexpr int kThreads = 256;
+    const int64_t dbias_total = dbias != nullptr ? int64_t(p.H) * p.N * p.N : 0;
+    const unsigned dbias_blocks = static_cast<unsigned>((dbias_total + kThreads - 1) / kThreads);
+    const unsigned dlogit_blocks = dlogit != nullptr ? static_cast<unsigned>((p.H + kThreads - 1) / kThreads) : 0;
+    if (dbias_blocks + dlogit_blocks == 0) return cudaSuccess;
+    reduce_partials_kernel<<<dbias_blocks + dlogit_blocks, kThreads, 0, s>>>(
+        p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias, dbias_blocks, p.dalpha_partial,
+        num_dalpha_partials, p.logit_scale, dlogit);
+    return cudaGetLastError();
 }
 
 }  // namespace fwa

@@ -18,18 +18,18 @@
 // to keep the MLP's activations h and sig (T x hidden and T x H: small) for the backward, which
 // then needs no matmul but those of the gradients; the gather's gradient is a sorted
 // (deterministic) index_put_ with accumulation, as autograd's own indexing backward. No gradient
-// for coords and index (buffers).
+// for coords and index (buffers). That is the CPU implementation (and CUDA's for dtypes other than
+// float32); on CUDA in float32, the usual case (the MLP runs outside autocast), the same math runs
+// as 2 fused kernels forward and 2 backward (csrc/ops/swin_cpb_cuda.cpp, csrc/kernels/swin_cpb.cu)
+// instead of ~6 and ~16 ATen kernel launches.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "ops/swin_cpb_common.h"
+
 namespace flash_window_attn {
-namespace {
-
-constexpr const char* kCpbOp = "swin_cpb_bias: ";
-
-struct CpbSizes { int64_t T, hidden, H, N; };
 
 CpbSizes check_cpb_args(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
                         const at::Tensor& w2, const at::Tensor& index) {
@@ -62,6 +62,16 @@ CpbSizes check_cpb_args(const at::Tensor& coords, const at::Tensor& w1, const st
   return {coords.numel() / 2, w1.size(0), w2.size(0), index.size(0)};
 }
 
+void check_cpb_saved(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& sig, const CpbSizes& s) {
+  TORCH_CHECK_VALUE(grad.dim() == 3 && grad.size(0) == s.H && grad.size(1) == s.N && grad.size(2) == s.N, kCpbOp,
+                    "grad must have shape (", s.H, ", ", s.N, ", ", s.N, "), got ", grad.sizes());
+  TORCH_CHECK_VALUE(h.dim() == 2 && h.size(0) == s.T && h.size(1) == s.hidden && sig.dim() == 2 &&
+                    sig.size(0) == s.T && sig.size(1) == s.H, kCpbOp, "h must have shape (", s.T, ", ", s.hidden,
+                    ") and sig (", s.T, ", ", s.H, "), got ", h.sizes(), " and ", sig.sizes());
+}
+
+namespace {
+
 // h = relu(coords w1ᵀ + b1) (T, hidden); s = sigmoid(h w2ᵀ) (T, H)
 std::pair<at::Tensor, at::Tensor> mlp(const at::Tensor& coords, const at::Tensor& w1,
                                       const std::optional<at::Tensor>& b1, const at::Tensor& w2) {
@@ -78,6 +88,8 @@ at::Tensor gather_bias(const at::Tensor& sig, const at::Tensor& index, const Cpb
   at::mul_out(bias, rows.t(), at::scalar_tensor(16, sig.options().device(at::kCPU)));   // one kernel
   return bias.view({s.H, s.N, s.N});
 }
+
+}  // namespace
 
 at::Tensor cpb_bias_impl(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
                          const at::Tensor& w2, const at::Tensor& index) {
@@ -99,11 +111,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
     const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
     const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
-  TORCH_CHECK_VALUE(grad.dim() == 3 && grad.size(0) == s.H && grad.size(1) == s.N && grad.size(2) == s.N, kCpbOp,
-                    "grad must have shape (", s.H, ", ", s.N, ", ", s.N, "), got ", grad.sizes());
-  TORCH_CHECK_VALUE(h.dim() == 2 && h.size(0) == s.T && h.size(1) == s.hidden && sig.dim() == 2 &&
-                    sig.size(0) == s.T && sig.size(1) == s.H, kCpbOp, "h must have shape (", s.T, ", ", s.hidden,
-                    ") and sig (", s.T, ", ", s.H, "), got ", h.sizes(), " and ", sig.sizes());
+  check_cpb_saved(grad, h, sig, s);
   // d table (T, H): sum of grad over the (i, j) with index[i, j] = t. index_put_ with accumulation
   // sorts the indices (deterministic on CUDA, like autograd's indexing backward).
   at::Tensor dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
@@ -116,6 +124,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
   at::Tensor db1 = b1.has_value() ? dh.sum(0) : at::empty({0}, w1.options());
   return {dw1, db1, dw2};
 }
+
+namespace {
 
 using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                               const at::Tensor&, const std::optional<at::Tensor>&,
@@ -182,22 +192,15 @@ TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
         "Tensor h, Tensor sig) -> (Tensor, Tensor, Tensor)");
 }
 
-// ATen ops only: the same implementation for CPU and CUDA (registered per device, not as
-// CompositeExplicitAutograd, so that the fake kernels of ops.py serve symbolic shapes), with the
-// autograd kernel above it.
+// ATen ops on the CPU (registered per device, not as CompositeExplicitAutograd, so that the fake
+// kernels of ops.py serve symbolic shapes), with the autograd kernel above it.
 TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
   m.impl("swin_cpb_bias", &cpb_bias_impl);
   m.impl("swin_cpb_bias_forward", &cpb_bias_forward_impl);
   m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
 }
 
-#ifndef FWA_CPU_ONLY
-TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
-  m.impl("swin_cpb_bias", &cpb_bias_impl);
-  m.impl("swin_cpb_bias_forward", &cpb_bias_forward_impl);
-  m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
-}
-#endif
+// CUDA: csrc/ops/swin_cpb_cuda.cpp (fused float32 kernels, these ATen ops otherwise).
 
 TORCH_LIBRARY_IMPL(flash_window_attn, Autograd, m) {
   m.impl("swin_cpb_bias", &cpb_bias_autograd);

@@ -1,0 +1,213 @@
+// Swin V2 continuous position bias, float32: forward (MLP table, gather) and backward (CSR
+// gather-reduction, MLP gradients). See swin_cpb.h.
+#include <cmath>
+
+#include "kernels/swin_cpb.h"
+
+namespace fwa {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+    return v;
+}
+
+// One warp per table row t: h[t, :] = relu(coords[t] w1ᵀ + b1), then sig[t, hh] = sigmoid(h[t] · w2[hh]).
+__global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __restrict__ sig) {
+    const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (t >= p.T) return;
+    const float x0 = p.coords[2 * int64_t(t)], x1 = p.coords[2 * int64_t(t) + 1];
+    float* hrow = h + int64_t(t) * p.hidden;
+    for (int c = lane; c < p.hidden; c += 32) {
+        float v = fmaf(x1, p.w1[2 * c + 1], x0 * p.w1[2 * c]);
+        if (p.b1 != nullptr) v += p.b1[c];
+        hrow[c] = v < 0.f ? 0.f : v;   // relu (NaN stays NaN, as torch.relu)
+    }
+    // each lane reads back only the h values it wrote: no synchronisation needed
+    for (int hh = 0; hh < p.H; ++hh) {
+        const float* w2row = p.w2 + int64_t(hh) * p.hidden;
+        float acc = 0.f;
+        for (int c = lane; c < p.hidden; c += 32) acc = fmaf(hrow[c], w2row[c], acc);
+        acc = warp_sum(acc);
+        if (lane == 0) sig[int64_t(t) * p.H + hh] = 1.f / (1.f + expf(-acc));
+    }
+}
+
+// One thread per position e of the N x N index: bias[hh, e] = 16 * sig[index[e], hh].
+__global__ void cpb_gather_kernel(CpbParams p, const float* __restrict__ sig, float* __restrict__ bias) {
+    const int64_t nn = int64_t(p.N) * p.N;
+    const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (e >= nn) return;
+    const int64_t t = p.index[e];
+    const bool ok = t >= 0 && t < p.T;
+    for (int hh = 0; hh < p.H; ++hh)
+        bias[int64_t(hh) * nn + e] = ok ? 16.f * sig[t * p.H + hh] : NAN;
+}
+
+__global__ void cpb_csr_offsets_kernel(const int64_t* __restrict__ keys, int64_t n, int T, int64_t* offsets) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t > T) return;
+    int64_t lo = 0, hi = n;   // the first k with keys[k] >= t
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < t) lo = mid + 1; else hi = mid;
+    }
+    offsets[t] = lo;
+}
+
+// One warp per table row t: dpre[t, hh] = 16 * sig (1 - sig) * sum of grad[hh, e] over row t's
+// positions e (its CSR slice, in a fixed lane assignment and reduction tree: deterministic).
+// NaN where the CSR does not describe index (see swin_cpb.h).
+__global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1,
+                                  int64_t gs2, const int64_t* __restrict__ order,
+                                  const int64_t* __restrict__ offsets, const float* __restrict__ sig,
+                                  float* __restrict__ dpre) {
+    const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (t >= p.T) return;
+    const int64_t nn = int64_t(p.N) * p.N;
+    const int64_t beg = offsets[t], end = offsets[t + 1];
+    bool bad = offsets[0] != 0 || offsets[p.T] != nn || beg > end;
+    for (int64_t k = beg + lane; k < end && !bad; k += 32) {
+        const int64_t e = order[k];
+        bad = e < 0 || e >= nn || p.index[e] != t;
+    }
+    bad = __any_sync(kFull, bad);
+    for (int hh = 0; hh < p.H; ++hh) {
+        float acc = 0.f;
+        if (!bad) {
+            const float* g = grad + int64_t(hh) * gs0;
+            for (int64_t k = beg + lane; k < end; k += 32) {
+                const int64_t e = order[k];
+                const int64_t i = e / p.N, j = e - i * p.N;
+                acc += g[i * gs1 + j * gs2];
+            }
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) {
+            const float s = sig[int64_t(t) * p.H + hh];
+            dpre[int64_t(t) * p.H + hh] = bad ? NAN : acc * (1.f - s) * s * 16.f;
+        }
+    }
+}
+
+// The MLP's gradients from dpre = d(h w2ᵀ) (T, H):
+//   dw2[hh, c] = sum_t dpre[t, hh] h[t, c]
+//   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
+//   dw1[c, :]  = sum_t dh[t, c] coords[t, :],  db1[c] = sum_t dh[t, c]
+// A block takes 32 columns c (one per lane) and all t, its warps splitting t (t = warp, warp +
+// kWarps, ...); per-column sums in registers (MaxH of them for dw2), then combined across the warps
+// in smem in warp order: deterministic.
+template <int MaxH, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
+cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
+                   float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2) {
+    __shared__ float red[kWarps][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    const int c = blockIdx.x * 32 + lane;
+    const bool col = c < p.hidden;
+    float w2c[MaxH], acc2[MaxH];
+#pragma unroll
+    for (int hh = 0; hh < MaxH; ++hh) {
+        w2c[hh] = (col && hh < p.H) ? p.w2[int64_t(hh) * p.hidden + c] : 0.f;
+        acc2[hh] = 0.f;
+    }
+    float a_w0 = 0.f, a_w1 = 0.f, a_b = 0.f;
+    if (col) {
+        for (int t = warp; t < p.T; t += kWarps) {
+            const float hv = h[int64_t(t) * p.hidden + c];
+            const float* d = dpre + int64_t(t) * p.H;
+            float s = 0.f;
+#pragma unroll
+            for (int hh = 0; hh < MaxH; ++hh) {
+                if (hh < p.H) {
+                    const float dv = d[hh];
+                    acc2[hh] = fmaf(dv, hv, acc2[hh]);
+                    s = fmaf(dv, w2c[hh], s);
+                }
+            }
+            const float dh = hv > 0.f ? s : 0.f;
+            a_w0 = fmaf(dh, p.coords[2 * int64_t(t)], a_w0);
+            a_w1 = fmaf(dh, p.coords[2 * int64_t(t) + 1], a_w1);
+            a_b += dh;
+        }
+    }
+    // combine the warps' partial sums of one quantity q (0 .. MaxH - 1: dw2 rows; then dw1, db1)
+    auto combine = [&](float v) -> float {
+        red[warp][lane] = v;
+        __syncthreads();
+        float r = 0.f;
+        if (warp == 0) {
+#pragma unroll
+            for (int w = 0; w < kWarps; ++w) r += red[w][lane];
+        }
+        __syncthreads();
+        return r;
+    };
+#pragma unroll
+    for (int hh = 0; hh < MaxH; ++hh) {
+        if (hh < p.H) {   // uniform across the block
+            const float r = combine(acc2[hh]);
+            if (warp == 0 && col) dw2[int64_t(hh) * p.hidden + c] = r;
+        }
+    }
+    const float r0 = combine(a_w0), r1 = combine(a_w1), rb = combine(a_b);
+    if (warp == 0 && col) {
+        dw1[2 * int64_t(c)] = r0;
+        dw1[2 * int64_t(c) + 1] = r1;
+        if (db1 != nullptr) db1[c] = rb;
+    }
+}
+
+template <int MaxH>
+cudaError_t launch_mlp_bwd(const CpbParams& p, const float* h, const float* dpre, float* dw1, float* db1,
+                           float* dw2, cudaStream_t s) {
+    constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
+    const unsigned blocks = static_cast<unsigned>((p.hidden + 31) / 32);
+    cpb_mlp_bwd_kernel<MaxH, kWarps><<<blocks, kWarps * 32, 0, s>>>(p, h, dpre, dw1, db1, dw2);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s) {
+    if (p.T > 0) {
+        constexpr int kWarps = 8;
+        cpb_mlp_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(p, h, sig);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
+    const int64_t nn = int64_t(p.N) * p.N;
+    if (nn == 0 || p.H == 0) return cudaSuccess;
+    cpb_gather_kernel<<<static_cast<unsigned>((nn + 255) / 256), 256, 0, s>>>(p, sig, bias);
+    return cudaGetLastError();
+}
+
+cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_t* offsets, cudaStream_t s) {
+    cpb_csr_offsets_kernel<<<static_cast<unsigned>((T + 1 + 255) / 256), 256, 0, s>>>(sorted_keys, n, T, offsets);
+    return cudaGetLastError();
+}
+
+cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
+                         const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
+                         float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s) {
+    if (p.H > kCpbMaxHeads) return cudaErrorInvalidValue;   // the glue falls back before this
+    if (p.hidden == 0) return cudaSuccess;
+    if (p.T > 0 && p.H > 0) {
+        constexpr int kWarps = 8;
+        cpb_dtable_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(
+            p, grad, gs0, gs1, gs2, order, offsets, sig, dpre);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
+    if (p.H <= 8) return launch_mlp_bwd<8>(p, h, dpre, dw1, db1, dw2, s);
+    if (p.H <= 16) return launch_mlp_bwd<16>(p, h, dpre, dw1, db1, dw2, s);
+    if (p.H <= 32) return launch_mlp_bwd<32>(p, h, dpre, dw1, db1, dw2, s);
+    return launch_mlp_bwd<64>(p, h, dpre, dw1, db1, dw2, s);
+}
+
+}  // namespace fwa

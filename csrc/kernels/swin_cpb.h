@@ -1,0 +1,50 @@
+// Swin V2's continuous position bias on the GPU, float32 (torch-free; the ATen glue is
+// csrc/ops/swin_cpb_cuda.cpp):
+//
+//   h   = relu(coords w1ᵀ + b1)            (T, hidden)
+//   sig = sigmoid(h w2ᵀ)                   (T, H)
+//   bias[hh, e] = 16 * sig[index[e], hh]   (H, N * N), e = i * N + j
+//
+// and the gradients of w1, b1, w2 from dbias. The ATen formulation of the same math is ~6 kernel
+// launches forward and ~16 backward (two cuBLAS matmuls a side, a sorting index_put_, the
+// elementwise steps); here it is 2 + 2. The backward's gather-reduction
+//   dtable[t, hh] = sum of dbias[hh, e] over the e with index[e] = t
+// is deterministic: it walks each row t's entries through a CSR inverse of index (`order`: the
+// positions e sorted stably by index[e]; `offsets[t] .. offsets[t + 1]`: row t's slice of order),
+// one warp per row, in a fixed order. The kernels verify the CSR against index as they read it and
+// write NaN where it does not match (an index changed behind the glue's cache) or where an index
+// value is outside [0, T).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fwa {
+
+struct CpbParams {
+    const float* coords = nullptr;   // (T, 2) contiguous
+    const float* w1 = nullptr;       // (hidden, 2) contiguous
+    const float* b1 = nullptr;       // (hidden) or nullptr
+    const float* w2 = nullptr;       // (H, hidden) contiguous
+    const int64_t* index = nullptr;  // (N * N) contiguous, values in [0, T)
+    int T = 0, hidden = 0, H = 0, N = 0;
+};
+
+// The largest head count the backward's register tiles take (the glue uses ATen above it).
+constexpr int kCpbMaxHeads = 64;
+
+// h (T, hidden), sig (T, H), bias (H, N * N): all contiguous outputs.
+cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s);
+
+// offsets[t] = the first k with sorted_keys[k] >= t, for t = 0 .. T (T + 1 values).
+cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_t* offsets, cudaStream_t s);
+
+// grad: dbias (H, N, N) with strides gs0, gs1, gs2; order (N * N), offsets (T + 1): the CSR above;
+// h, sig: the forward's; dpre: a (T, H) workspace; dw1 (hidden, 2), db1 (hidden) or nullptr,
+// dw2 (H, hidden): contiguous outputs.
+cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
+                         const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
+                         float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s);
+
+}  // namespace fwa

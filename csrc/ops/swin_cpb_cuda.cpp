@@ -1,0 +1,219 @@
+// CUDA implementations of the swin_cpb_bias ops (schemas and the CPU / ATen implementation:
+// swin_cpb.cpp). float32 (the drop-in modules run the MLP outside autocast, in the parameters'
+// dtype, float32 in practice) with at most kCpbMaxHeads heads runs the fused kernels of
+// csrc/kernels/swin_cpb.cu: 2 launches forward, 2 backward. Other dtypes, more heads, or the
+// environment variable FWA_CPB_ATEN=1 (for A/B measurements) take the ATen implementation.
+//
+// The backward's deterministic gather-reduction needs the CSR inverse of index (positions sorted
+// stably by index value, and each value's slice). Computing it is a sort, a few launches; index is
+// a per-layer constant buffer, so the CSR is cached per index tensor: keyed on the TensorImpl
+// (held weakly, so a freed tensor's entry is dropped and its address is not reused while the entry
+// exists) and its version counter (bumped by in-place writes). The kernels also check the CSR
+// against index as they read it and write NaN where they disagree (a write the version counter
+// did not see, e.g. through `.data`), so a stale entry cannot go unnoticed. Nothing is cached while
+// the stream is being captured into a CUDA graph (the tensors would belong to the graph's pool),
+// nor for inference tensors (no version counter).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "kernels/swin_cpb.h"
+#include "ops/swin_cpb_common.h"
+
+namespace flash_window_attn {
+namespace {
+
+bool force_aten() {
+  static const bool v = [] {
+    const char* e = std::getenv("FWA_CPB_ATEN");
+    return e != nullptr && *e != '\0' && std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
+bool fused_eligible(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                    const at::Tensor& w2, const CpbSizes& s) {
+  if (force_aten()) return false;
+  if (coords.scalar_type() != at::kFloat || w1.scalar_type() != at::kFloat || w2.scalar_type() != at::kFloat)
+    return false;
+  if (b1.has_value() && b1->scalar_type() != at::kFloat) return false;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  return s.H <= fwa::kCpbMaxHeads && s.T < kIntMax && s.hidden < kIntMax && s.N * s.N < kIntMax;
+}
+
+void check_cuda(cudaError_t err, const char* what) {
+  TORCH_CHECK(err == cudaSuccess, kCpbOp, what, " failed: ", cudaGetErrorString(err));
+}
+
+// The kernel parameters; `keep` holds the contiguous copies made (usually none) while the kernels run.
+fwa::CpbParams params(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                      const at::Tensor& w2, const at::Tensor& index, const CpbSizes& s,
+                      std::vector<at::Tensor>& keep) {
+  auto contig = [&](const at::Tensor& t) -> const at::Tensor& {
+    keep.push_back(t.contiguous());
+    return keep.back();
+  };
+  keep.reserve(5);
+  fwa::CpbParams p;
+  p.coords = contig(coords).data_ptr<float>();
+  p.w1 = contig(w1).data_ptr<float>();
+  p.b1 = b1.has_value() ? contig(*b1).data_ptr<float>() : nullptr;
+  p.w2 = contig(w2).data_ptr<float>();
+  p.index = contig(index).data_ptr<int64_t>();
+  p.T = static_cast<int>(s.T);
+  p.hidden = static_cast<int>(s.hidden);
+  p.H = static_cast<int>(s.H);
+  p.N = static_cast<int>(s.N);
+  return p;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_forward(
+    const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1, const at::Tensor& w2,
+    const at::Tensor& index, const CpbSizes& s) {
+  std::vector<at::Tensor> keep;
+  const fwa::CpbParams p = params(coords, w1, b1, w2, index, s, keep);
+  const auto f32 = w1.options();
+  at::Tensor h = at::empty({s.T, s.hidden}, f32);
+  at::Tensor sig = at::empty({s.T, s.H}, f32);
+  at::Tensor bias = at::empty({s.H, s.N, s.N}, f32);
+  check_cuda(fwa::cpb_forward(p, h.data_ptr<float>(), sig.data_ptr<float>(), bias.data_ptr<float>(),
+                              at::cuda::getCurrentCUDAStream()),
+             "forward kernel launch");
+  return {bias, h, sig};
+}
+
+// ---- the CSR inverse of index, cached per index tensor ------------------------------------------
+
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+struct CsrEntry {
+  WeakImpl impl;
+  uint32_t version;
+  int64_t T;
+  at::Tensor order, offsets;
+};
+
+constexpr size_t kMaxCsrEntries = 256;   // a model has one index per layer (or per window size)
+std::mutex csr_mutex;
+std::vector<CsrEntry>& csr_cache() {
+  static std::vector<CsrEntry> cache;
+  return cache;
+}
+
+std::pair<at::Tensor, at::Tensor> compute_csr(const at::Tensor& index, int64_t T) {
+  const at::Tensor keys = index.reshape({-1});
+  auto [sorted, order] = at::sort(keys, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+  at::Tensor offsets = at::empty({T + 1}, index.options());
+  check_cuda(fwa::cpb_csr_offsets(sorted.data_ptr<int64_t>(), sorted.numel(), static_cast<int>(T),
+                                  offsets.data_ptr<int64_t>(), at::cuda::getCurrentCUDAStream()),
+             "CSR offsets kernel launch");
+  return {order, offsets};
+}
+
+std::pair<at::Tensor, at::Tensor> csr_of(const at::Tensor& index, int64_t T) {
+  c10::TensorImpl* key = index.unsafeGetTensorImpl();
+  const bool cacheable = !index.is_inference() &&
+                         c10::cuda::currentStreamCaptureStatusMayInitCtx() == c10::cuda::CaptureStatus::None;
+  if (!cacheable) return compute_csr(index, T);
+  const uint32_t version = key->version_counter().current_version();
+  {
+    std::lock_guard<std::mutex> lock(csr_mutex);
+    auto& cache = csr_cache();
+    for (auto it = cache.begin(); it != cache.end();) {
+      if (it->impl.expired()) {   // the index tensor was freed
+        it = cache.erase(it);
+        continue;
+      }
+      if (it->impl.lock().get() == key) {
+        if (it->version == version && it->T == T) return {it->order, it->offsets};
+        it = cache.erase(it);   // written in place since (or another T): recompute
+        continue;
+      }
+      ++it;
+    }
+  }
+  auto [order, offsets] = compute_csr(index, T);
+  std::lock_guard<std::mutex> lock(csr_mutex);
+  auto& cache = csr_cache();
+  if (cache.size() >= kMaxCsrEntries) cache.erase(cache.begin());
+  cache.push_back({WeakImpl(index.getIntrusivePtr()), version, T, order, offsets});
+  return {order, offsets};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_backward(
+    const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+    const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig,
+    const CpbSizes& s) {
+  std::vector<at::Tensor> keep;
+  const fwa::CpbParams p = params(coords, w1, b1, w2, index, s, keep);
+  const at::Tensor g = grad.scalar_type() == at::kFloat ? grad : grad.to(at::kFloat);
+  const at::Tensor h_ = h.contiguous(), sig_ = sig.contiguous();
+  const auto f32 = w1.options();
+  at::Tensor dw1 = at::empty({s.hidden, 2}, f32);
+  at::Tensor db1 = b1.has_value() ? at::empty({s.hidden}, f32) : at::empty({0}, f32);
+  at::Tensor dw2 = at::empty({s.H, s.hidden}, f32);
+  at::Tensor dpre = at::empty({s.T, s.H}, f32);
+  at::Tensor order, offsets;
+  if (s.T > 0 && s.H > 0 && s.hidden > 0) std::tie(order, offsets) = csr_of(index, s.T);
+  check_cuda(fwa::cpb_backward(p, g.data_ptr<float>(), g.stride(0), g.stride(1), g.stride(2),
+                               order.defined() ? order.data_ptr<int64_t>() : nullptr,
+                               offsets.defined() ? offsets.data_ptr<int64_t>() : nullptr, h_.data_ptr<float>(),
+                               sig_.data_ptr<float>(), dpre.data_ptr<float>(), dw1.data_ptr<float>(),
+                               b1.has_value() ? db1.data_ptr<float>() : nullptr, dw2.data_ptr<float>(),
+                               at::cuda::getCurrentCUDAStream()),
+             "backward kernel launch");
+  return {dw1.view(w1.sizes()), db1, dw2};
+}
+
+// ---- the op implementations ---------------------------------------------------------------------
+
+at::Tensor cpb_bias_cuda(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+                         const at::Tensor& w2, const at::Tensor& index) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  if (!fused_eligible(coords, w1, b1, w2, s)) return cpb_bias_impl(coords, w1, b1, w2, index);
+  const c10::cuda::CUDAGuard guard(w1.device());
+  return std::get<0>(fused_forward(coords, w1, b1, w2, index, s));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_forward_cuda(
+    const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1, const at::Tensor& w2,
+    const at::Tensor& index) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  if (!fused_eligible(coords, w1, b1, w2, s)) return cpb_bias_forward_impl(coords, w1, b1, w2, index);
+  const c10::cuda::CUDAGuard guard(w1.device());
+  return fused_forward(coords, w1, b1, w2, index, s);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
+    const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig) {
+  const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  check_cpb_saved(grad, h, sig, s);
+  const bool saved_f32 = h.scalar_type() == at::kFloat && sig.scalar_type() == at::kFloat &&
+                         at::isFloatingType(grad.scalar_type());
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&grad, "grad"}, {&h, "h"}, {&sig, "sig"}})
+    TORCH_CHECK_VALUE(t->device() == w1.device(), kCpbOp, name, " is on device ", t->device(),
+                      " but w1 is on device ", w1.device());
+  if (!saved_f32 || !fused_eligible(coords, w1, b1, w2, s))
+    return cpb_bias_backward_impl(grad, coords, w1, b1, w2, index, h, sig);
+  const c10::cuda::CUDAGuard guard(w1.device());
+  return fused_backward(grad, coords, w1, b1, w2, index, h, sig, s);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
+  m.impl("swin_cpb_bias", &cpb_bias_cuda);
+  m.impl("swin_cpb_bias_forward", &cpb_bias_forward_cuda);
+  m.impl("swin_cpb_bias_backward", &cpb_bias_backward_cuda);
+}
+
+}  // namespace flash_window_attn
