@@ -62,7 +62,11 @@ def test_matches_plain_formula(device, window, H, with_b1):
     assert got.shape == want.shape and got.is_contiguous()
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
     for a, b in zip(gg, gw):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        if device == "cpu":   # the same ATen operations
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        else:   # the fused kernels sum in another order than cuBLAS: both within float32 rounding of
+            # sums with cancellation (test_cuda_fp32_vs_float64 holds the fused ones to float64)
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-4 * b.abs().max().item())
     again = torch.autograd.grad(OP(coords, mlp[0].weight, mlp[0].bias, mlp[2].weight, index), params, g)
     for a, b in zip(gg, again):
         assert torch.equal(a, b), "backward not bitwise deterministic"
@@ -227,8 +231,10 @@ def test_cuda_stale_or_bad_index_poisons():
     g = torch.randn(4, 64, 64, device="cuda")
     torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
     index.data.copy_(index.flip(0))
-    got = torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
-    assert all(torch.isnan(x).all() for x in got)
+    dw1, db1, dw2 = torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)
+    # the table rows whose CSR slice no longer matches get NaN; through the MLP's backward that
+    # reaches every entry of dw2 and (where relu passes) dw1 and db1
+    assert torch.isnan(dw2).all() and torch.isnan(dw1).any() and torch.isnan(db1).any()
     bad = index.clone()
     bad[3, 5] = coords.numel() // 2   # one past the table
     bias = OP(coords, w1, b1, w2, bad)

@@ -16,18 +16,45 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // One warp per table row t: h[t, :] = relu(coords[t] w1ᵀ + b1), then sig[t, hh] = sigmoid(h[t] · w2[hh]).
+// Lane l takes the hidden units c = l, l + 32, ...: with hidden <= 32 kHidPerLane (timm's 512) its
+// h values stay in registers, otherwise they are read back from h (the same lane wrote them). Both
+// forms sum in the same order.
+constexpr int kHidPerLane = 16;
+
+__device__ __forceinline__ float cpb_hidden(const CpbParams& p, float x0, float x1, int c) {
+    float v = fmaf(x1, p.w1[2 * c + 1], x0 * p.w1[2 * c]);
+    if (p.b1 != nullptr) v += p.b1[c];
+    return v < 0.f ? 0.f : v;   // relu (NaN stays NaN, as torch.relu)
+}
+
 __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __restrict__ sig) {
     const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
     if (t >= p.T) return;
     const float x0 = p.coords[2 * int64_t(t)], x1 = p.coords[2 * int64_t(t) + 1];
     float* hrow = h + int64_t(t) * p.hidden;
-    for (int c = lane; c < p.hidden; c += 32) {
-        float v = fmaf(x1, p.w1[2 * c + 1], x0 * p.w1[2 * c]);
-        if (p.b1 != nullptr) v += p.b1[c];
-        hrow[c] = v < 0.f ? 0.f : v;   // relu (NaN stays NaN, as torch.relu)
+    if (p.hidden <= 32 * kHidPerLane) {
+        float hv[kHidPerLane];
+#pragma unroll
+        for (int k = 0; k < kHidPerLane; ++k) {
+            const int c = lane + 32 * k;
+            hv[k] = c < p.hidden ? cpb_hidden(p, x0, x1, c) : 0.f;
+            if (c < p.hidden) hrow[c] = hv[k];
+        }
+        for (int hh = 0; hh < p.H; ++hh) {
+            const float* w2row = p.w2 + int64_t(hh) * p.hidden;
+            float acc = 0.f;
+#pragma unroll
+            for (int k = 0; k < kHidPerLane; ++k) {
+                const int c = lane + 32 * k;
+                if (c < p.hidden) acc = fmaf(hv[k], w2row[c], acc);
+            }
+            acc = warp_sum(acc);
+            if (lane == 0) sig[int64_t(t) * p.H + hh] = 1.f / (1.f + expf(-acc));
+        }
+        return;
     }
-    // each lane reads back only the h values it wrote: no synchronisation needed
+    for (int c = lane; c < p.hidden; c += 32) hrow[c] = cpb_hidden(p, x0, x1, c);
     for (int hh = 0; hh < p.H; ++hh) {
         const float* w2row = p.w2 + int64_t(hh) * p.hidden;
         float acc = 0.f;
@@ -60,8 +87,10 @@ __global__ void cpb_csr_offsets_kernel(const int64_t* __restrict__ keys, int64_t
 }
 
 // One warp per table row t: dpre[t, hh] = 16 * sig (1 - sig) * sum of grad[hh, e] over row t's
-// positions e (its CSR slice, in a fixed lane assignment and reduction tree: deterministic).
+// positions e (its CSR slice). Lane l takes the slice's entries l, l + 32, ... and sums every head
+// for each (MaxH accumulators), then one reduction tree per head: a fixed order, deterministic.
 // NaN where the CSR does not describe index (see swin_cpb.h).
+template <int MaxH>
 __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1,
                                   int64_t gs2, const int64_t* __restrict__ order,
                                   const int64_t* __restrict__ offsets, const float* __restrict__ sig,
@@ -72,25 +101,28 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
     const int64_t nn = int64_t(p.N) * p.N;
     const int64_t beg = offsets[t], end = offsets[t + 1];
     bool bad = offsets[0] != 0 || offsets[p.T] != nn || beg > end;
+    float acc[MaxH];
+#pragma unroll
+    for (int hh = 0; hh < MaxH; ++hh) acc[hh] = 0.f;
     for (int64_t k = beg + lane; k < end && !bad; k += 32) {
         const int64_t e = order[k];
         bad = e < 0 || e >= nn || p.index[e] != t;
+        if (bad) break;
+        const int64_t i = e / p.N, j = e - i * p.N;
+        const float* g = grad + i * gs1 + j * gs2;
+#pragma unroll
+        for (int hh = 0; hh < MaxH; ++hh)
+            if (hh < p.H) acc[hh] += g[int64_t(hh) * gs0];
     }
     bad = __any_sync(kFull, bad);
-    for (int hh = 0; hh < p.H; ++hh) {
-        float acc = 0.f;
-        if (!bad) {
-            const float* g = grad + int64_t(hh) * gs0;
-            for (int64_t k = beg + lane; k < end; k += 32) {
-                const int64_t e = order[k];
-                const int64_t i = e / p.N, j = e - i * p.N;
-                acc += g[i * gs1 + j * gs2];
+#pragma unroll
+    for (int hh = 0; hh < MaxH; ++hh) {
+        if (hh < p.H) {
+            const float a = warp_sum(acc[hh]);
+            if (lane == 0) {
+                const float s = sig[int64_t(t) * p.H + hh];
+                dpre[int64_t(t) * p.H + hh] = bad ? NAN : a * (1.f - s) * s * 16.f;
             }
-        }
-        acc = warp_sum(acc);
-        if (lane == 0) {
-            const float s = sig[int64_t(t) * p.H + hh];
-            dpre[int64_t(t) * p.H + hh] = bad ? NAN : acc * (1.f - s) * s * 16.f;
         }
     }
 }
@@ -100,12 +132,15 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 //   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
 //   dw1[c, :]  = sum_t dh[t, c] coords[t, :],  db1[c] = sum_t dh[t, c]
 // A block takes 32 columns c (one per lane) and all t, its warps splitting t (t = warp, warp +
-// kWarps, ...); per-column sums in registers (MaxH of them for dw2), then combined across the warps
-// in smem in warp order: deterministic.
+// kWarps, ...); dpre comes through shared memory kRows rows at a time (one coalesced load per
+// chunk, then broadcast reads); per-column sums in registers (MaxH of them for dw2), combined
+// across the warps in smem in warp order: deterministic.
 template <int MaxH, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
 cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
                    float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2) {
+    constexpr int kRows = 4 * kWarps;
+    __shared__ float dsm[kRows * MaxH];
     __shared__ float red[kWarps][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     const int c = blockIdx.x * 32 + lane;
@@ -117,26 +152,33 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
         acc2[hh] = 0.f;
     }
     float a_w0 = 0.f, a_w1 = 0.f, a_b = 0.f;
-    if (col) {
-        for (int t = warp; t < p.T; t += kWarps) {
-            const float hv = h[int64_t(t) * p.hidden + c];
-            const float* d = dpre + int64_t(t) * p.H;
-            float s = 0.f;
+    for (int t0 = 0; t0 < p.T; t0 += kRows) {
+        const int rows = min(kRows, p.T - t0);
+        __syncthreads();   // the previous chunk's readers are done
+        for (int x = threadIdx.x; x < rows * p.H; x += kWarps * 32) dsm[x] = dpre[int64_t(t0) * p.H + x];
+        __syncthreads();
+        if (col) {
+            for (int r = warp; r < rows; r += kWarps) {
+                const int t = t0 + r;
+                const float hv = h[int64_t(t) * p.hidden + c];
+                const float* d = dsm + r * p.H;
+                float s = 0.f;
 #pragma unroll
-            for (int hh = 0; hh < MaxH; ++hh) {
-                if (hh < p.H) {
-                    const float dv = d[hh];
-                    acc2[hh] = fmaf(dv, hv, acc2[hh]);
-                    s = fmaf(dv, w2c[hh], s);
+                for (int hh = 0; hh < MaxH; ++hh) {
+                    if (hh < p.H) {
+                        const float dv = d[hh];
+                        acc2[hh] = fmaf(dv, hv, acc2[hh]);
+                        s = fmaf(dv, w2c[hh], s);
+                    }
                 }
+                const float dh = hv > 0.f ? s : 0.f;
+                a_w0 = fmaf(dh, p.coords[2 * int64_t(t)], a_w0);
+                a_w1 = fmaf(dh, p.coords[2 * int64_t(t) + 1], a_w1);
+                a_b += dh;
             }
-            const float dh = hv > 0.f ? s : 0.f;
-            a_w0 = fmaf(dh, p.coords[2 * int64_t(t)], a_w0);
-            a_w1 = fmaf(dh, p.coords[2 * int64_t(t) + 1], a_w1);
-            a_b += dh;
         }
     }
-    // combine the warps' partial sums of one quantity q (0 .. MaxH - 1: dw2 rows; then dw1, db1)
+    // combine the warps' partial sums of one quantity (dw2 rows, then dw1, db1)
     auto combine = [&](float v) -> float {
         red[warp][lane] = v;
         __syncthreads();
@@ -164,8 +206,16 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
 }
 
 template <int MaxH>
-cudaError_t launch_mlp_bwd(const CpbParams& p, const float* h, const float* dpre, float* dw1, float* db1,
-                           float* dw2, cudaStream_t s) {
+cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
+                       const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
+                       float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s) {
+    if (p.T > 0 && p.H > 0) {
+        constexpr int kWarpsT = 8;
+        cpb_dtable_kernel<MaxH><<<static_cast<unsigned>((p.T + kWarpsT - 1) / kWarpsT), kWarpsT * 32, 0, s>>>(
+            p, grad, gs0, gs1, gs2, order, offsets, sig, dpre);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
     constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
     const unsigned blocks = static_cast<unsigned>((p.hidden + 31) / 32);
     cpb_mlp_bwd_kernel<MaxH, kWarps><<<blocks, kWarps * 32, 0, s>>>(p, h, dpre, dw1, db1, dw2);
@@ -197,17 +247,10 @@ cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int
                          float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s) {
     if (p.H > kCpbMaxHeads) return cudaErrorInvalidValue;   // the glue falls back before this
     if (p.hidden == 0) return cudaSuccess;
-    if (p.T > 0 && p.H > 0) {
-        constexpr int kWarps = 8;
-        cpb_dtable_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(
-            p, grad, gs0, gs1, gs2, order, offsets, sig, dpre);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess) return err;
-    }
-    if (p.H <= 8) return launch_mlp_bwd<8>(p, h, dpre, dw1, db1, dw2, s);
-    if (p.H <= 16) return launch_mlp_bwd<16>(p, h, dpre, dw1, db1, dw2, s);
-    if (p.H <= 32) return launch_mlp_bwd<32>(p, h, dpre, dw1, db1, dw2, s);
-    return launch_mlp_bwd<64>(p, h, dpre, dw1, db1, dw2, s);
+    if (p.H <= 8) return launch_bwd<8>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
+    if (p.H <= 16) return launch_bwd<16>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
+    if (p.H <= 32) return launch_bwd<32>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
+    return launch_bwd<64>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
 }
 
 }  // namespace fwa
