@@ -34,10 +34,12 @@ OP_HAS_DROPOUT: bool = "dropout_p" in inspect.signature(window_attention).parame
 _CPU_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _CUDA_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# Under torch.compile, the CPB MLP is traced as plain ops (inductor fuses them) unless this is set
-# (environment variable FWA_CPB_OP_UNDER_COMPILE=1 at import): then the graph calls the
-# swin_cpb_bias op, whose CUDA float32 kernels are 2 launches forward and 2 backward.
-CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "0") not in ("", "0")
+# The CPB MLP runs as the swin_cpb_bias op under torch.compile too (an opaque op in the graph: its
+# CUDA float32 kernels are 2 launches forward and 2 backward, where inductor's fusion of the plain
+# ops left ~16 per layer and training step; benchmarks/NOTES.md, session 13: the compiled
+# swinv2_tiny_window16_256 training step 40-49 -> 29-34 ms on a host-bound H100 machine). The
+# environment variable FWA_CPB_OP_UNDER_COMPILE=0 (read at import) traces the plain ops instead.
+CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "1") not in ("", "0")
 
 # Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
 _CACHE_ATTR = "_fwa_bias_cache"
@@ -161,9 +163,10 @@ def cpb_bias(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int, n: i
     Runs outside autocast, in the MLP's parameters' dtype: the MLP is tiny (the (2Wh-1)(2Ww-1)
     offsets through 2 -> 512 -> H), so autocast's casts of its input and weights (and of their
     gradients) cost more host time than its matmuls, and an fp32 bias is more exact than an autocast
-    one (the attention op adds the bias in fp32 anyway). For the standard MLP (and not while
-    torch.compile traces, where the plain ops fuse) it is one op, ``swin_cpb_bias``, whose forward
-    and backward run in C++ (csrc/ops/swin_cpb.cpp): far fewer host-side operations per layer.
+    one (the attention op adds the bias in fp32 anyway). For the standard MLP (eager, and under
+    torch.compile unless ``CPB_OP_UNDER_COMPILE`` is off) it is one op,
+    ``swin_cpb_bias``, whose forward and backward run in C++ (csrc/ops/swin_cpb.cpp; on CUDA in
+    float32, 2 fused kernels each way): far fewer host-side operations and launches per layer.
     """
     with autocast_disabled(coords.device.type):
         if ((CPB_OP_UNDER_COMPILE or not torch.compiler.is_compiling())

@@ -298,12 +298,17 @@ def test_v2_bias_cache_dtype_autocast_inference_mode():
         assert ours.relative_position_bias().dtype == torch.float64
 
 
-def test_v2_compile_fullgraph():
+@pytest.mark.parametrize("cpb_op", [True, False], ids=["cpb_op", "cpb_plain"])
+def test_v2_compile_fullgraph(cpb_op, monkeypatch):
     """torch.compile(fullgraph=True) of the module: no graph break (the cache is bypassed while
-    compiling), forward and backward equal to eager."""
+    compiling), forward and backward equal to eager; with the position-bias MLP as the
+    swin_cpb_bias op in the graph (the default) and as plain ops (FWA_CPB_OP_UNDER_COMPILE=0)."""
     require_inductor_cpu()
     import torch._dynamo
 
+    from flash_window_attn import _swin_common
+
+    monkeypatch.setattr(_swin_common, "CPB_OP_UNDER_COMPILE", cpb_op)
     torch._dynamo.reset()
     ref, ours = make_v2_pair((8, 8), seed=15)
     compiled = torch.compile(ours, fullgraph=True)
@@ -314,6 +319,25 @@ def test_v2_compile_fullgraph():
     ref.eval()
     with torch.no_grad():
         close(compiled(x, m), ref(x, m), TOL)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("cpb_op", [True, False], ids=["cpb_op", "cpb_plain"])
+def test_v2_compiled_graph_holds_cpb_op(cpb_op, monkeypatch):
+    """Which form of the position-bias MLP torch.compile traces: the swin_cpb_bias op by default,
+    the MLP's own linear layers with CPB_OP_UNDER_COMPILE off."""
+    import torch._dynamo
+    from torch._dynamo.testing import EagerAndRecordGraphs
+
+    from flash_window_attn import _swin_common
+
+    monkeypatch.setattr(_swin_common, "CPB_OP_UNDER_COMPILE", cpb_op)
+    torch._dynamo.reset()
+    _, ours = make_v2_pair((8, 8), seed=16)
+    backend = EagerAndRecordGraphs()
+    torch.compile(ours, backend=backend, fullgraph=True)(_x(2, 64, 64, seed=13), None).sum().backward()
+    code = "\n".join(g.code for g in backend.graphs)
+    assert ("swin_cpb_bias" in code) == cpb_op, code
     torch._dynamo.reset()
 
 
