@@ -191,6 +191,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     const int g = lane >> 2, t4 = lane & 3;
     const int L = p.L, d = p.d;
     const int n_kt = (L + kTileN - 1) / kTileN;
+    const uint32_t sQ_u = smem_u32(sQ), sO_u = smem_u32(sO);
 
     int64_t bid = blockIdx.x;
     const int n_block = static_cast<int>(bid % n_kt); bid /= n_kt;
@@ -299,6 +300,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         }
     };
 
+#pragma unroll(kWgmma ? 2 : 1)
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
         if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
@@ -320,8 +322,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         float s[kNT][4], dp[kNT][4];
         if constexpr (kWgmma) {
             wgmma_fence();
-            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), smem_u32(tQ));
-            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), smem_u32(tO));
+            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), sQ_u + uint32_t(st) * (kTile * 2));
+            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), sO_u + uint32_t(st) * (kTile * 2));
             wgmma_commit();
             if (item > 0) flush_d(item - 1);
             set_head_scale(item);
@@ -377,7 +379,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
         // dv += Pᵀ dout, dk += dSᵀ q
         if constexpr (kWgmma) {
-            wg_pb2<Element, kHeadDim>(dv, s, smem_u32(tO), dk, dp, smem_u32(tQ));
+            wg_pb2<Element, kHeadDim>(dv, s, sO_u + uint32_t(st) * (kTile * 2), dk, dp, sQ_u + uint32_t(st) * (kTile * 2));
         } else {
             warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
             warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
