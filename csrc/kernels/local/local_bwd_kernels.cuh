@@ -300,7 +300,11 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         }
     };
 
-#pragma unroll(kWgmma ? 2 : 1)
+    // d <= 64, wgmma: two items per loop trip, so that each copy's stage (item & 1) is a constant
+    // and the q / dout tile addresses below stay in uniform registers (no R2UR per HGMMA): key side
+    // -2 to -4 % (benchmarks/NOTES.md, session 13). At d = 128 the doubled loop spilled (255
+    // registers) and ran 2-4 % slower: one item per trip and the per-item addresses there.
+#pragma unroll((kWgmma && kHeadDim <= 64) ? 2 : 1)
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
         if constexpr (kWgmma) fence_proxy_async_smem();   // the copies -> visible to wgmma's reads
@@ -322,8 +326,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         float s[kNT][4], dp[kNT][4];
         if constexpr (kWgmma) {
             wgmma_fence();
-            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), sQ_u + uint32_t(st) * (kTile * 2));
-            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), sO_u + uint32_t(st) * (kTile * 2));
+            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), kHeadDim <= 64 ? sQ_u + uint32_t(st) * (kTile * 2) : smem_u32(tQ));
+            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), kHeadDim <= 64 ? sO_u + uint32_t(st) * (kTile * 2) : smem_u32(tO));
             wgmma_commit();
             if (item > 0) flush_d(item - 1);
             set_head_scale(item);
@@ -379,7 +383,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
         // dv += Pᵀ dout, dk += dSᵀ q
         if constexpr (kWgmma) {
-            wg_pb2<Element, kHeadDim>(dv, s, sO_u + uint32_t(st) * (kTile * 2), dk, dp, sQ_u + uint32_t(st) * (kTile * 2));
+            wg_pb2<Element, kHeadDim>(dv, s, kHeadDim <= 64 ? sO_u + uint32_t(st) * (kTile * 2) : smem_u32(tO), dk, dp,
+                                      kHeadDim <= 64 ? sQ_u + uint32_t(st) * (kTile * 2) : smem_u32(tQ));
         } else {
             warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
             warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
