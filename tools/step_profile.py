@@ -2,7 +2,7 @@
 benchmarks/bench_models.py, the wall time per step (3 passes of 10 steps, one sync each) next to
 the time the host takes to issue them (equal: the step is host-bound), the GPU time per step and
 the launch / memset / memcpy API calls per step (torch.profiler over 3 steps), and the kernels by
-launches per step. Batch 64, 256-pixel inputs, bf16 autocast, SGD, as the benchmark.
+launches per step. Batch 64, the model's input size, bf16 autocast, SGD, as the benchmark.
 
     python tools/step_profile.py VARIANTS [MODEL] [train|infer]
         VARIANTS: comma-separated keys of bench_models.VARIANT_BY_KEY (swap, swap_compile,
@@ -32,7 +32,8 @@ for key in sys.argv[1].split(","):
     v = bm.VARIANT_BY_KEY[key]
     bm.reset_dynamo()
     model = bm.build_model(name, 0, dev)
-    x = torch.randn(64, 3, 256, 256, device=dev); y = torch.randint(0, 1000, (64,), device=dev)
+    hw = tuple(getattr(model.patch_embed, "img_size", (256, 256)))
+    x = torch.randn(64, 3, *hw, device=dev); y = torch.randint(0, 1000, (64,), device=dev)
     if v.ceiling: apply_ceiling(model)
     if v.swap:
         fn, why = load_swap(); model = fn(model) or model
