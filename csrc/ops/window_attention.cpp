@@ -196,6 +196,10 @@ at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at
   if (!bias.has_value()) {
     return at::empty({0}, q.options().dtype(at::kFloat));
   }
+  // (the usual case, an fp32 (H, N, N) bias, needs none of the three dispatcher calls below)
+  if (dbias_hnn_fp32.scalar_type() == bias->scalar_type() && dbias_hnn_fp32.sizes() == bias->sizes() &&
+      dbias_hnn_fp32.is_contiguous())
+    return dbias_hnn_fp32;
   return dbias_hnn_fp32.reshape(bias->sizes()).to(bias->scalar_type()).contiguous();
 }
 
@@ -204,7 +208,9 @@ at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at
   if (!logit_scale.has_value()) {
     return at::empty({0}, q.options().dtype(at::kFloat));
   }
-  return dlogit_h_fp32.reshape(logit_scale->sizes()).to(logit_scale->scalar_type()).contiguous();
+  at::Tensor r = dlogit_h_fp32.reshape(logit_scale->sizes());
+  return r.scalar_type() == logit_scale->scalar_type() && r.is_contiguous()
+             ? r : r.to(logit_scale->scalar_type()).contiguous();
 }
 
 TORCH_LIBRARY(flash_window_attn, m) {

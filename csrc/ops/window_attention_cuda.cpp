@@ -44,8 +44,12 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
 
     if (s.has_bias || s.has_mask) {
         at::Tensor bias_f, mask_f;
-        if (s.has_bias) bias_f = bias_as_hnn(*bias, s.H, s.N).to(at::kFloat);
-        if (s.has_mask) mask_f = mask->to(at::kFloat);
+        // (fp32 bias and mask, the usual case, skip the dispatcher calls of .to)
+        if (s.has_bias) {
+            bias_f = bias_as_hnn(*bias, s.H, s.N);
+            if (bias_f.scalar_type() != at::kFloat) bias_f = bias_f.to(at::kFloat);
+        }
+        if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
         const int Hb = s.has_bias ? p.H : 1, nWb = s.has_mask ? p.nW : 1;
         r.bm = at::empty({nWb, Hb, p.Npad, p.Npad}, q.options().dtype(at::kFloat));
         check_cuda(fwa::window_attn_build_bm(
@@ -62,7 +66,10 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
     }
     if (s.cosine) {
-        r.logit_scale = logit_scale_as_h(*logit_scale, s.H).to(at::kFloat).contiguous();
+        // H values in order: every accepted shape ((H,), (H, 1, 1), (1, H, 1, 1)) when contiguous
+        const at::Tensor& ls = *logit_scale;
+        r.logit_scale = ls.scalar_type() == at::kFloat && ls.is_contiguous()
+                            ? ls : logit_scale_as_h(ls, s.H).to(at::kFloat).contiguous();
         p.logit_scale = r.logit_scale.data_ptr<float>();
     }
     return r;
@@ -186,7 +193,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
     fwa::BwdParams& p = prep.p;
     // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
     fwa::window_attn_plan_bwd(kernel_dtype(q), p);
-    at::Tensor dbias_partial, dalpha_partial, dsum, dsum_partial, q_inv, k_inv;
+    at::Tensor workspace;   // the kernels' fp32 scratch buffers, carved out of one allocation
     int n_dbias_partials = 0, n_dalpha_partials = 0;
     if (s.B > 0) {
         TORCH_CHECK(kernel_ready(dq) && kernel_ready(dk) && kernel_ready(dv),
@@ -207,28 +214,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         p.dv = ref(dv);
         p.lse = const_cast<float*>(lse_.data_ptr<float>());
         p.dropout = drop;
+        const bool small = fwa::window_attn_bwd_uses_small_path(p);
         n_dbias_partials = p.nW * p.n_chunks;
-        n_dalpha_partials = n_dbias_partials * (fwa::window_attn_bwd_uses_small_path(p) ? 1 : p.num_m_blocks);
-        if (s.has_bias) {
-            dbias_partial = at::empty({s.H, n_dbias_partials, p.Npad, p.Npad}, f32);
-            p.dbias_partial = dbias_partial.data_ptr<float>();
+        n_dalpha_partials = n_dbias_partials * (small ? 1 : p.num_m_blocks);
+        // One allocation for the scratch buffers (a dispatcher call per at::empty costs host time
+        // in every layer's backward): each buffer at a 256-byte aligned offset (the kernels read
+        // them as float / float2 and with 4-byte async copies). Sizes as their own tensors had:
+        //   dbias_partial (H, nW * n_chunks, Npad, Npad), dalpha_partial (H, its partials),
+        //   tiled path: dsum (B_, H, N), dsum_partial (key blocks, B_, H, N, 2), q_inv / k_inv (B_, H, N)
+        const int64_t rows = s.B * s.H * s.N;
+        const int64_t sizes[6] = {
+            s.has_bias ? s.H * n_dbias_partials * int64_t(p.Npad) * p.Npad : 0,
+            s.cosine ? s.H * n_dalpha_partials : 0,
+            small ? 0 : rows,
+            small ? 0 : (s.N + fwa::kTileN - 1) / fwa::kTileN * rows * 2,
+            (!small && s.cosine) ? rows : 0,
+            (!small && s.cosine) ? rows : 0};
+        int64_t offsets[6], total = 0;
+        for (int i = 0; i < 6; ++i) {
+            offsets[i] = total;
+            total += (sizes[i] + 63) / 64 * 64;
         }
-        if (s.cosine) {
-            dalpha_partial = at::empty({s.H, n_dalpha_partials}, f32);
-            p.dalpha_partial = dalpha_partial.data_ptr<float>();
-        }
-        if (!fwa::window_attn_bwd_uses_small_path(p)) {
-            dsum = at::empty({s.B, s.H, s.N}, f32);
-            p.dsum = dsum.data_ptr<float>();
-            dsum_partial = at::empty({(s.N + fwa::kTileN - 1) / fwa::kTileN, s.B, s.H, s.N, 2}, f32);
-            p.dsum_partial = dsum_partial.data_ptr<float>();
-            if (s.cosine) {
-                q_inv = at::empty({s.B, s.H, s.N}, f32);
-                k_inv = at::empty({s.B, s.H, s.N}, f32);
-                p.q_inv_norm = q_inv.data_ptr<float>();
-                p.k_inv_norm = k_inv.data_ptr<float>();
-            }
-        }
+        workspace = at::empty({total}, f32);
+        float* base = workspace.data_ptr<float>();
+        float** dst[6] = {&p.dbias_partial, &p.dalpha_partial, &p.dsum, &p.dsum_partial, &p.q_inv_norm,
+                          &p.k_inv_norm};
+        for (int i = 0; i < 6; ++i)
+            if (sizes[i] > 0) *dst[i] = base + offsets[i];
         check_cuda(fwa::window_attn_bwd(kernel_dtype(q), p, stream), "backward kernel launch");
     } else {
         p.n_chunks = 0;
