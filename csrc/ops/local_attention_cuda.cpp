@@ -114,12 +114,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
     const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
     const at::Tensor lse_ = lse.contiguous();
     // Workspace, one allocation: D~ (B, H, L) fp32, and for the fp16 / bf16 kernels the exact-D
-    // sums (zeroed): d_acc (B, H, L, 2) int64, d_bad (B, H, L) int32, absmax (B (H + Hkv)) fp32.
+    // sums (zeroed): d_acc (B, H, L) int64, d_bad (B, H, L) int32, absmax (B (H + Hkv)) fp32.
     // (One allocation and one fill instead of four and three: the backward of a small problem is
     // bound by its host work.)
     const bool exact_d = q.scalar_type() != at::kFloat;
     const int64_t rows = s.B * s.H * s.L;
-    const int64_t ws_bytes = exact_d ? rows * (16 + 4 + 4) + s.B * (s.H + s.Hkv) * 4 : rows * 4;
+    const int64_t ws_bytes = exact_d ? rows * (8 + 4 + 4) + s.B * (s.H + s.Hkv) * 4 : rows * 4;
     const at::Tensor ws = exact_d ? at::zeros({ws_bytes}, q.options().dtype(at::kByte))
                                   : at::empty({ws_bytes}, q.options().dtype(at::kByte));
     unsigned char* ws_ptr = ws.data_ptr<uint8_t>();   // 256-byte aligned (caching allocator)
@@ -137,9 +137,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
     p.lse = const_cast<float*>(lse_.data_ptr<float>());
     if (exact_d) {
         p.d_acc = reinterpret_cast<unsigned long long*>(ws_ptr);             // offset 0
-        p.dsum = reinterpret_cast<float*>(ws_ptr + rows * 16);               // 16-byte aligned
-        p.d_bad = reinterpret_cast<int*>(ws_ptr + rows * 20);
-        p.absmax = reinterpret_cast<float*>(ws_ptr + rows * 24);
+        p.dsum = reinterpret_cast<float*>(ws_ptr + rows * 8);                // 8-byte aligned
+        p.d_bad = reinterpret_cast<int*>(ws_ptr + rows * 12);
+        p.absmax = reinterpret_cast<float*>(ws_ptr + rows * 16);
     } else {
         p.dsum = reinterpret_cast<float*>(ws_ptr);
     }

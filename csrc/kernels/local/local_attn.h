@@ -51,7 +51,7 @@ struct LocalBwdParams : LocalFwdParams {
     // The query side's D = sum_j P_ij dP_ij (fp16 / bf16 kernels; see
     // local_bwd_kernels.cuh), accumulated by the key side in fixed point with integer atomics
     // (order-free: bitwise deterministic). All three zeroed by the caller.
-    //   d_acc  [B * H * L][2]: sum of P dP in units of dp_bound(b, h) * 2^-61 ([1] unused)
+    //   d_acc  [B * H * L]: sum of P dP in units of dp_bound(b, h) * 2^-61
     //   d_bad  [B * H * L]: nonzero where a partial sum was not finite (D is then NaN)
     //   absmax [B * H] max |dout| of each (b, h), then [B * Hkv] max |v| of each (b, hk) (float
     //          bits compared as integers; NaN wins), so dp_bound(b, h) = d * max|dout| * max|v|

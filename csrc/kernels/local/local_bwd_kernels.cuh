@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int64_t row = (b * p.H + h) * int64_t(L) + i;
         if (isfinite(sp) && bound_finite) {
             const long long qp = __double2ll_rn(double(sp) * pdp_scale);
-            if (qp != 0) atomicAdd(p.d_acc + 2 * row, static_cast<unsigned long long>(qp));
+            if (qp != 0) atomicAdd(p.d_acc + row, static_cast<unsigned long long>(qp));
         } else {
             atomicOr(p.d_bad + row, 1);
         }
@@ -463,7 +463,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
             // D = sum P dP from the key side's fixed-point sum (units of dp_bound * 2^-61; sum P = 1
             // to within the fp32 rounding of lse)
             const int64_t id = row_base + row;
-            const long long sp = static_cast<long long>(p.d_acc[2 * id]);
+            const long long sp = static_cast<long long>(p.d_acc[id]);
             dsum[r] = p.d_bad[id] != 0 ? __int_as_float(0x7fffffff)
                                        : static_cast<float>(double(sp) * (bound / kTwo61));
         }
