@@ -2,18 +2,13 @@
 // gather-reduction, MLP gradients). See swin_cpb.h.
 #include <cmath>
 
+#include "kernels/kernel_utils.cuh"   // warp_sum
 #include "kernels/swin_cpb.h"
 
 namespace fwa {
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-    return v;
-}
 
 // One warp per table row t: h[t, :] = relu(coords[t] w1ᵀ + b1), then sig[t, hh] = sigmoid(h[t] · w2[hh]).
 // Lane l takes the hidden units c = l, l + 32, ...: with hidden <= 32 kHidPerLane (timm's 512) its

@@ -319,6 +319,10 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         const int q0 = qt * kTileM;
         const Element* tQ = sQ + st * kTile;
         const Element* tO = sO + st * kTile;
+        // the wgmma path's shared addresses of tQ / tO: at d <= 64 from the base computed once (a
+        // constant per copy of the unrolled loop, see above), at d = 128 from the tile pointer
+        const uint32_t tQ_u = kHeadDim <= 64 ? sQ_u + uint32_t(st) * (kTile * 2) : smem_u32(tQ);
+        const uint32_t tO_u = kHeadDim <= 64 ? sO_u + uint32_t(st) * (kTile * 2) : smem_u32(tO);
         const float* lse = sRow + st * 2 * kTileM;
         const float* dsum = lse + kTileM;
 
@@ -326,8 +330,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         float s[kNT][4], dp[kNT][4];
         if constexpr (kWgmma) {
             wgmma_fence();
-            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), kHeadDim <= 64 ? sQ_u + uint32_t(st) * (kTile * 2) : smem_u32(tQ));
-            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), kHeadDim <= 64 ? sO_u + uint32_t(st) * (kTile * 2) : smem_u32(tO));
+            wg_abt_issue<Element, kHeadDim>(s, smem_u32(sK), tQ_u);
+            wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sV), tO_u);
             wgmma_commit();
             if (item > 0) flush_d(item - 1);
             set_head_scale(item);
@@ -383,8 +387,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
         // dv += Pᵀ dout, dk += dSᵀ q
         if constexpr (kWgmma) {
-            wg_pb2<Element, kHeadDim>(dv, s, kHeadDim <= 64 ? sO_u + uint32_t(st) * (kTile * 2) : smem_u32(tO), dk, dp,
-                                      kHeadDim <= 64 ? sQ_u + uint32_t(st) * (kTile * 2) : smem_u32(tQ));
+            wg_pb2<Element, kHeadDim>(dv, s, tO_u, dk, dp, tQ_u);
         } else {
             warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
             warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
