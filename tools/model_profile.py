@@ -28,6 +28,35 @@ def short(name: str) -> str:
     return name.split("(")[0][:90]
 
 
+def variant_step(model_name: str, key: str, batch: int, mode: str, dev: torch.device):
+    """One training (mode "train", SGD) or inference step of variant ``key`` of
+    benchmarks/bench_models.py on a fresh ``model_name`` (random weights, random inputs of the
+    model's input size, bf16 autocast), as the benchmark builds it. Returns (step, keep): ``keep``
+    holds the model, runner and optimizer until the caller drops it."""
+    v = bm.VARIANT_BY_KEY[key]
+    bm.reset_dynamo()
+    model = bm.build_model(model_name, 0, dev)
+    cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {})
+    size = cfg.get("input_size") or (3, *model.patch_embed.img_size)
+    x = torch.randn(batch, *size, device=dev)
+    y = torch.randint(0, model.num_classes, (batch,), device=dev)
+    if v.ceiling:
+        apply_ceiling(model)
+    if v.swap:
+        fn, why = load_swap()
+        assert fn is not None, why
+        model = fn(model) or model
+    runner = torch.compile(model) if v.compile else model
+    if mode == "train":
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    else:
+        model.eval()
+        opt = None
+    step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16), opt)
+    return step, (model, runner, opt)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="swinv2_tiny_window16_256")
@@ -40,26 +69,7 @@ def main() -> None:
     dev = torch.device("cuda")
     for key in args.variants.split(","):
         v = bm.VARIANT_BY_KEY[key]
-        bm.reset_dynamo()
-        model = bm.build_model(args.model, 0, dev)
-        cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {})
-        size = cfg.get("input_size") or (3, *model.patch_embed.img_size)
-        x = torch.randn(args.batch, *size, device=dev)
-        y = torch.randint(0, model.num_classes, (args.batch,), device=dev)
-        if v.ceiling:
-            apply_ceiling(model)
-        if v.swap:
-            fn, why = load_swap()
-            assert fn is not None, why
-            model = fn(model) or model
-        runner = torch.compile(model) if v.compile else model
-        if args.mode == "train":
-            model.train()
-            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        else:
-            model.eval()
-            opt = None
-        step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16), opt)
+        step, _keep = variant_step(args.model, key, args.batch, args.mode, dev)
         per, calls = gpu_time_by_kernel(step, args.steps, short)
         total = sum(per.values())
         ours = sum(t for n, t in per.items() if n.startswith("fwa::"))
@@ -68,7 +78,7 @@ def main() -> None:
               f"{sum(calls.values())} launches per step")
         for n, us in sorted(per.items(), key=lambda kv: -kv[1])[: args.top]:
             print(f"  {us / 1000:7.3f} ms {100 * us / total:5.1f} % x{calls[n]:<4d} {n}")
-        model = runner = opt = None
+        step = _keep = None
         torch.cuda.empty_cache()
 
 

@@ -20,33 +20,16 @@ import torch
 
 if len(sys.argv) < 2:
     sys.exit(__doc__)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
-import bench_models as bm
-from _model_variants import apply_ceiling, load_swap
-from torch.profiler import profile, ProfilerActivity
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_profile import variant_step  # noqa: E402  (also puts benchmarks/ on sys.path)
+from torch.profiler import profile, ProfilerActivity  # noqa: E402
 
 dev = torch.device("cuda")
 name = sys.argv[2] if len(sys.argv) > 2 else "swinv2_tiny_window16_256"
 mode = sys.argv[3] if len(sys.argv) > 3 else "train"
 for key in sys.argv[1].split(","):
-    v = bm.VARIANT_BY_KEY[key]
-    bm.reset_dynamo()
-    model = bm.build_model(name, 0, dev)
-    hw = tuple(getattr(model.patch_embed, "img_size", (256, 256)))
-    x = torch.randn(64, 3, *hw, device=dev); y = torch.randint(0, 1000, (64,), device=dev)
-    if v.ceiling: apply_ceiling(model)
-    if v.swap:
-        fn, why = load_swap(); model = fn(model) or model
-    runner = torch.compile(model) if v.compile else model
+    step, keep = variant_step(name, key, 64, mode, dev)
     t0 = time.perf_counter()
-    if mode == "train":
-        model.train(); opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16), opt)
-    else:
-        model.eval()
-        def step():
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                return runner(x)
     for _ in range(5): step()
     torch.cuda.synchronize()
     warm = time.perf_counter() - t0
@@ -71,4 +54,4 @@ for key in sys.argv[1].split(","):
         if e.device_type == torch.autograd.DeviceType.CUDA: kern[e.name[:70]] += 1
     print("kernels by launches per step:", sum(kern.values()) / 3)
     for n, c in kern.most_common(25): print(f"  {c/3:6.1f}  {n}")
-    model = runner = step = None; torch.cuda.empty_cache()
+    step = keep = None; torch.cuda.empty_cache()
