@@ -5,6 +5,8 @@ drop-in modules (with the plain path where the MLP has hooks)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -144,16 +146,12 @@ def test_autocast_runs_in_parameter_dtype(device):
 # above the largest (the ATen path), with timm's hidden width 512.
 # ------------------------------------------------------------------------------------------------
 
-def _f64_reference(coords, w1, b1, w2, index, grad):
-    """bias and (dw1, db1, dw2) of the plain formula, in float64 on the CPU."""
-    args = [t.detach().double().cpu().requires_grad_(True) for t in (w1, b1, w2)]
-    c = coords.detach().double().cpu().reshape(-1, 2)
-    h = torch.relu(c @ args[0].t() + args[1])
-    table = 16 * torch.sigmoid(h @ args[2].t())
-    n = index.shape[0]
-    bias = table[index.cpu().reshape(-1)].view(n, n, -1).permute(2, 0, 1)
-    grads = torch.autograd.grad(bias, args, grad.double().cpu())
-    return bias.detach(), grads
+def _f64_reference(mlp, coords, index, grad):
+    """bias and the gradients of the MLP's parameters (in ``mlp.parameters()`` order) of the plain
+    formula, in float64 on the CPU."""
+    m64 = copy.deepcopy(mlp).double().cpu()
+    bias = _plain(m64, coords.double().cpu(), index.cpu(), grad.shape[0])
+    return bias.detach(), torch.autograd.grad(bias, list(m64.parameters()), grad.double().cpu())
 
 
 @pytest.mark.cuda
@@ -170,9 +168,7 @@ def test_cuda_fp32_vs_float64(window, H, with_b1):
     params = [p for p in (w1, b1, w2) if p is not None]
     got = OP(coords, w1, b1, w2, index)
     gg = torch.autograd.grad(got, params, grad)
-    want, gw = _f64_reference(coords, w1, b1 if b1 is not None else torch.zeros(512, device="cuda"), w2, index,
-                              grad)
-    gw = [g for g, p in zip(gw, (w1, b1, w2)) if p is not None]
+    want, gw = _f64_reference(mlp, coords, index, grad)
     # float32 evaluation of a 512-term dot product, then sigmoid: a few ulp of the values
     torch.testing.assert_close(got.double().cpu(), want, rtol=2e-6, atol=2e-6)
     for name, a, b in zip(["dw1", "db1", "dw2"] if with_b1 else ["dw1", "dw2"], gg, gw):
