@@ -3,18 +3,23 @@
 //   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key tiles), out = P v, lse = log Σ exp S
 //
 // Work split: a CTA owns one (query block of 64 rows, head h, bm window w) and a chunk of the
-// windows b = w + nW * t that share the same bias+mask slice, walking their (window, key tile)
-// items through a cp.async pipeline of 2-4 stages. The bias+mask slice is either held for the
-// whole CTA as a strip of its 64 rows (N <= 256) or streamed as one 64x64 tile per stage; the
-// launcher picks the placement and depth that give the most CTAs per SM (the kernel is latency
-// bound), preferring the strip, then more stages (FWA_FWD_CONFIG="mode,stages" overrides it for
-// tuning experiments). Each of the 4 warps owns 16 query rows; a window's q fragments stay in
-// registers for all its key tiles. With attention dropout (template parameter) the probabilities
+// windows b = w + nW * t that share the same bias+mask slice. The CTA is 1 to kMaxGroups groups of
+// 4 warps (128 threads); group g takes the chunk's windows g, g + groups, ... and walks their
+// (window, key tile) items through its own cp.async pipeline of 2-4 stages, synchronised by its own
+// named barrier. The bias+mask slice is either held for the whole CTA as a strip of its 64 rows,
+// shared by all groups (read from L2 once per CTA instead of once per window and key tile: at
+// N = 256 that slice is 5x the window's q, k and v bytes), or streamed as one 64x64 tile per stage.
+// The launcher picks the placement, groups and depth that give the most warps per SM (the kernel is
+// latency bound), preferring the strip, then more CTAs, then more stages
+// (FWA_FWD_CONFIG="mode,stages[,groups]" overrides it for tuning experiments). Each warp owns 16
+// query rows; a window's q fragments stay in registers for all its key tiles. With attention dropout (template parameter) the probabilities
 // are masked after the row sums, before P v.
 // For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -25,13 +30,12 @@
 
 namespace fwa {
 
-constexpr int kBmStripMaxNpad = 256;   // bm strip kept in smem up to this padded N
 constexpr int kBmTilePitch = kTileN + 8; // fp32 pitch of a per-stage bm tile (conflict-free float2)
 constexpr int kMaxStages = 4;
 
-// Shared-memory layout of the forward, decided at launch: `stages` pipeline stages, each holding
-// the q, k, v tiles, the key inverse norms and (bm_mode == kBmTile) a 64x64 bm tile, followed
-// (bm_mode == kBmStrip, only for N <= 256) by the bm strip of the CTA's 64 query rows.
+// Shared-memory layout of the forward, decided at launch: `groups` x `stages` pipeline stages (group
+// g's stages first), each holding the q, k, v tiles, the key inverse norms and (bm_mode == kBmTile)
+// a 64x64 bm tile, followed (bm_mode == kBmStrip) by the bm strip of the CTA's 64 query rows.
 enum BmMode { kBmNone = 0, kBmStrip = 1, kBmTile = 2 };
 
 template <int kHeadDim> struct FwdLayout {
@@ -45,8 +49,8 @@ template <int kHeadDim> struct FwdLayout {
     static FWA_HOST_DEVICE size_t strip_bytes(int bm_mode, int Npad) {
         return bm_mode == kBmStrip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0;
     }
-    static size_t bytes(int bm_mode, int stages, int Npad) {
-        return stages * stage_bytes(bm_mode) + strip_bytes(bm_mode, Npad);
+    static size_t bytes(int bm_mode, int stages, int groups, int Npad) {
+        return size_t(groups) * stages * stage_bytes(bm_mode) + strip_bytes(bm_mode, Npad);
     }
 };
 
@@ -57,11 +61,24 @@ FWA_DEVICE void cp_async_wait_stages(int stages) {
     else cp_async_wait<2>();
 }
 
-// CTAs per SM the register allocation must allow (smem permitting).
+// CTAs per SM the register allocation of the one-group kernel must allow (smem permitting).
 template <int kHeadDim> constexpr int fwd_min_blocks() { return kHeadDim <= 32 ? 4 : (kHeadDim <= 64 ? 3 : 2); }
+// Groups of 4 warps per CTA of the grouped kernel at most: the same register cap (128, 168 and 255
+// registers at d = 32, 64, 128).
+template <int kHeadDim> constexpr int fwd_max_groups() { return fwd_min_blocks<kHeadDim>(); }
 
-template <typename Element, int kHeadDim, bool kDropout>
-__global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) window_attn_fwd_kernel(const FwdParams p) {
+// Barrier of one group's 128 threads (named barrier 1 + group; 0 is __syncthreads).
+FWA_DEVICE void group_sync(int group) {
+    asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kNumThreads) : "memory");
+}
+
+// kGrouped: the CTA is p.groups groups (the strip placement only); otherwise one group, compiled as
+// its own kernel (at d = 64 the grouped form's extra registers spilled under the same cap and ran
+// the one-group configurations ~10 % slower).
+template <typename Element, int kHeadDim, bool kDropout, bool kGrouped>
+__global__ void __launch_bounds__(kNumThreads * (kGrouped ? fwd_max_groups<kHeadDim>() : 1),
+                                  kGrouped ? 1 : fwd_min_blocks<kHeadDim>())
+window_attn_fwd_kernel(const FwdParams p) {
     using Tr = ElementTraits<Element>;
     using Shape = TileShape<kHeadDim>;
     using Layout = FwdLayout<kHeadDim>;
@@ -70,23 +87,25 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     constexpr int kDT = kHeadDim / 8;     // n8 tiles of O
     constexpr int kKS = kHeadDim / 16;    // k16 steps of q kᵀ
 
-    const int stages = p.stages;
+    const int stages = p.stages, groups = kGrouped ? p.groups : 1;
     const int bm_mode = p.bm == nullptr ? kBmNone : p.bm_mode;
     const size_t stage_bytes = Layout::stage_bytes(bm_mode);
+    const int group = kGrouped ? threadIdx.x / kNumThreads : 0;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    auto stage_q = [&](int st) { return reinterpret_cast<Element*>(smem_raw + st * stage_bytes); };
+    unsigned char* smem_group = smem_raw + size_t(group) * stages * stage_bytes;
+    auto stage_q = [&](int st) { return reinterpret_cast<Element*>(smem_group + st * stage_bytes); };
     auto stage_k = [&](int st) { return stage_q(st) + kTile; };
     auto stage_v = [&](int st) { return stage_q(st) + 2 * kTile; };
     auto stage_kinv = [&](int st) {
-        return reinterpret_cast<float*>(smem_raw + st * stage_bytes + Layout::kQkvBytes);
+        return reinterpret_cast<float*>(smem_group + st * stage_bytes + Layout::kQkvBytes);
     };
     auto stage_bm = [&](int st) {
-        return reinterpret_cast<float*>(smem_raw + st * stage_bytes + Layout::kQkvBytes + Layout::kKinvBytes);
+        return reinterpret_cast<float*>(smem_group + st * stage_bytes + Layout::kQkvBytes + Layout::kKinvBytes);
     };
-    float* sBm = reinterpret_cast<float*>(smem_raw + stages * stage_bytes);   // strip
+    float* sBm = reinterpret_cast<float*>(smem_raw + size_t(groups) * stages * stage_bytes);   // strip
     const int bm_pitch = p.Npad + 8;
 
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int tid = kGrouped ? threadIdx.x % kNumThreads : threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
 
     int64_t bid = blockIdx.x;
@@ -102,7 +121,9 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     const int N = p.N, d = p.d;
     const int row0 = m_block * kTileM;
     const int n_key_tiles = (N + kTileN - 1) / kTileN;
-    const int n_items = (t_end - t_begin) * n_key_tiles;
+    // This group's windows: t_begin + group + groups * ti for ti < n_win.
+    const int n_win = (t_end - t_begin - group + groups - 1) / groups;
+    const int n_items = n_win * n_key_tiles;   // n_win >= 0: t_end > t_begin
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = bm_mode != kBmNone;
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
@@ -114,7 +135,12 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
 
-    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    // (b < B fits an int: B is one.)
+    const int t_first = t_begin + group;
+    auto window_of = [&](int ti) -> int64_t {
+        if constexpr (kGrouped) return w + p.nW * (t_first + groups * ti);
+        else return w + int64_t(p.nW) * (t_begin + ti);
+    };
     // Load cursor: the (window, key tile, stage) of the next item to load, advanced in order.
     int load_ti = 0, load_j = 0, load_st = 0;
     auto issue_loads = [&]() {
@@ -135,12 +161,19 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     };
 
     if (bm_mode == kBmStrip) {
-        // rows row0 .. row0 + 63 of the padded bm slice, all Npad columns.
+        // rows row0 .. row0 + 63 of the padded bm slice, all Npad columns. One group: it lands
+        // with the first stage's loads; several: loaded by the whole CTA and visible to every
+        // group after the barrier.
         const int chunks_per_row = p.Npad / 4;
-        for (int c = tid; c < kTileM * chunks_per_row; c += kNumThreads) {
+        for (int c = threadIdx.x; c < kTileM * chunks_per_row; c += kNumThreads * groups) {
             const int r = c / chunks_per_row, cc = c - r * chunks_per_row;
             cp_async_16(smem_u32(sBm + r * bm_pitch + cc * 4),
                         bm_slice + int64_t(row0 + r) * p.Npad + cc * 4, 16);
+        }
+        if constexpr (kGrouped) {
+            cp_async_commit();
+            cp_async_wait<0>();
+            __syncthreads();
         }
     }
     for (int st = 0; st < stages - 1; ++st) {
@@ -157,7 +190,8 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     int ti = 0, j = 0, stage = 0;   // compute cursor
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait_stages(stages);
-        __syncthreads();
+        if constexpr (kGrouped) group_sync(group);
+        else __syncthreads();
         if (item + stages - 1 < n_items) issue_loads();
         cp_async_commit();
 
@@ -203,7 +237,10 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
                 row_factor[0] = row_factor[1] = alpha * kLog2e;
             }
         }
-        if (cosine) __syncthreads();   // key norms of this tile
+        if (cosine) {   // key norms of this tile
+            if constexpr (kGrouped) group_sync(group);
+            else __syncthreads();
+        }
 
         // Logits (log2 units) and the online softmax. Instantiated per (cosine, bias+mask) pair and
         // picked once per item: with the two flags tested per element the compiler kept a branch
@@ -295,64 +332,112 @@ __global__ void __launch_bounds__(kNumThreads, fwd_min_blocks<kHeadDim>()) windo
     }
 }
 
+// A forward launch configuration: bias+mask placement, pipeline depth, groups per CTA, and the
+// resulting CTAs per SM and dynamic shared memory.
+struct FwdPlan {
+    int bm_mode = kBmNone, stages = 2, groups = 1, ctas = 1;
+    size_t smem = 0;
+};
+
+// The kernel that runs `groups` groups per CTA: the grouped one for more than one.
+template <typename Element, int kHeadDim, bool kDropout>
+cudaError_t prepare_fwd_kernel(size_t smem, int groups, int* ctas) {
+    return groups > 1 ? prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, true>>(smem, kNumThreads * groups, ctas)
+                      : prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>>(smem, kNumThreads, ctas);
+}
+
+// Scores every (placement, groups, depth) that fits: most warps per SM first (the kernel is latency
+// bound: measured on H200, 2 stages with more CTAs beat deeper pipelines, e.g. N=576 fwd 0.77 -> 0.57
+// ms, and per-stage bm tiles at 3 CTAs beat a 2-CTA strip for N >= 144), then the strip (read once
+// per CTA instead of once per tile), then fewer groups per CTA (independent CTAs balance better),
+// then deeper pipelines. Only the strip is shared between groups, so per-stage tiles use one group.
+template <typename Element, int kHeadDim, bool kDropout>
+cudaError_t plan_fwd(int Npad, bool has_bm, FwdPlan* plan) {
+    using Layout = FwdLayout<kHeadDim>;
+    constexpr int kMaxGroups = fwd_max_groups<kHeadDim>();
+    int best_score = -1;
+    const int modes[2] = {kBmStrip, kBmTile};
+    for (int mode : modes) {
+        if (!has_bm && mode == kBmTile) break;
+        const int layout_mode = has_bm ? mode : kBmNone;
+        const int max_groups = layout_mode == kBmStrip ? kMaxGroups : 1;
+        for (int groups = 1; groups <= max_groups; ++groups) {
+            for (int stages = 2; stages <= kMaxStages; ++stages) {
+                const size_t smem = Layout::bytes(layout_mode, stages, groups, Npad);
+                if (smem > max_smem_per_block()) break;
+                int ctas = 0;
+                cudaError_t err = prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, &ctas);
+                if (err != cudaSuccess) return err;
+                const int score = ctas * groups * 4 * 64 + (layout_mode == kBmTile ? 0 : 32) +
+                                  (kMaxGroups - groups) * 4 + stages;
+                if (score > best_score) {
+                    best_score = score;
+                    *plan = FwdPlan{layout_mode, stages, groups, ctas, smem};
+                }
+            }
+        }
+    }
+    return best_score < 0 ? cudaErrorInvalidValue : cudaSuccess;
+}
+
 template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
-    // Pick the bias+mask placement and pipeline depth: most CTAs per SM first (the kernel is
-    // latency bound: measured on H200, 2 stages with more CTAs beat deeper pipelines, e.g. N=576
-    // fwd 0.77 -> 0.57 ms, and per-stage bm tiles at 3 CTAs beat a 2-CTA strip for N >= 144),
-    // then the strip (read once per CTA instead of once per tile), then deeper pipelines.
+    constexpr int kMaxGroups = fwd_max_groups<kHeadDim>();
     FwdParams p = params;
-    int best_score = -1, best_ctas = 1;
-    size_t best_smem = 0;
-    const int modes[2] = {kBmStrip, kBmTile};
-    for (int mode : modes) {
-        if (p.bm == nullptr && mode == kBmTile) break;
-        if (p.bm != nullptr && mode == kBmStrip && p.Npad > kBmStripMaxNpad) continue;
-        const int layout_mode = p.bm == nullptr ? kBmNone : mode;
-        for (int stages = 2; stages <= kMaxStages; ++stages) {
-            const size_t smem = Layout::bytes(layout_mode, stages, p.Npad);
-            if (smem > max_smem_per_block()) {
-                if (stages == 2 && best_score < 0 && mode == kBmTile) return cudaErrorInvalidValue;
-                break;
-            }
-            int ctas = 0;
-            cudaError_t err = prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas);
-            if (err != cudaSuccess) return err;
-            const int score = ctas * 16 + (layout_mode == kBmTile ? 0 : 8) + stages;
-            if (score > best_score) {
-                best_score = score;
-                best_ctas = ctas;
-                best_smem = smem;
-                p.stages = stages;
-                p.bm_mode = layout_mode;
-            }
-        }
+    const bool has_bm = p.bm != nullptr;
+    // The plan depends only on (device, Npad, has_bm): cached per instantiation, one 64-bit word per
+    // entry (valid bit, mode, stages, groups, CTAs, shared-memory bytes), so a call costs no
+    // occupancy queries once its shape was seen (the kernel's shared-memory attribute was raised
+    // to at least the plan's size when it was made).
+    constexpr int kNpadSlots = 1024 / kTileN + 1;
+    static std::atomic<unsigned long long> cache[kMaxDevices][2][kNpadSlots] = {};
+    std::atomic<unsigned long long>& slot = cache[current_device()][has_bm ? 1 : 0][p.Npad / kTileN % kNpadSlots];
+    FwdPlan plan;
+    const unsigned long long e = slot.load(std::memory_order_relaxed);
+    if (e & 1ull) {
+        plan.bm_mode = static_cast<int>((e >> 1) & 3);
+        plan.stages = static_cast<int>((e >> 3) & 7);
+        plan.groups = static_cast<int>((e >> 6) & 7);
+        plan.ctas = static_cast<int>((e >> 9) & 255);
+        plan.smem = static_cast<size_t>(e >> 17);
+    } else {
+        cudaError_t err = plan_fwd<Element, kHeadDim, kDropout>(p.Npad, has_bm, &plan);
+        if (err != cudaSuccess) return err;
+        slot.store(1ull | (static_cast<unsigned long long>(plan.bm_mode) << 1) |
+                       (static_cast<unsigned long long>(plan.stages) << 3) |
+                       (static_cast<unsigned long long>(plan.groups) << 6) |
+                       (static_cast<unsigned long long>(std::min(plan.ctas, 255)) << 9) |
+                       (static_cast<unsigned long long>(plan.smem) << 17),
+                   std::memory_order_relaxed);
     }
-    if (best_score < 0) return cudaErrorInvalidValue;
-    // Developer override for tuning experiments: FWA_FWD_CONFIG="<bm mode 1|2>,<stages>".
+    // Developer override for tuning experiments: FWA_FWD_CONFIG="<bm mode 1|2>,<stages>[,<groups>]".
     if (const char* env = std::getenv("FWA_FWD_CONFIG")) {
-        int mode = 0, stages = 0;
-        if (std::sscanf(env, "%d,%d", &mode, &stages) == 2 && p.bm != nullptr &&
-            (mode == kBmTile || (mode == kBmStrip && p.Npad <= kBmStripMaxNpad)) && stages >= 2 &&
-            stages <= kMaxStages) {
-            const size_t smem = Layout::bytes(mode, stages, p.Npad);
+        int mode = 0, stages = 0, groups = 1;
+        const int n = std::sscanf(env, "%d,%d,%d", &mode, &stages, &groups);
+        if (n >= 2 && has_bm && (mode == kBmTile || mode == kBmStrip) && stages >= 2 &&
+            stages <= kMaxStages && groups >= 1 && groups <= (mode == kBmStrip ? kMaxGroups : 1)) {
+            const size_t smem = Layout::bytes(mode, stages, groups, p.Npad);
             int ctas = 0;
             if (smem <= max_smem_per_block() &&
-                prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas) == cudaSuccess &&
-                ctas > 0) {
-                p.bm_mode = mode;
-                p.stages = stages;
-                best_ctas = ctas;
-                best_smem = smem;
-            }
+                prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, &ctas) == cudaSuccess &&
+                ctas > 0)
+                plan = FwdPlan{mode, stages, groups, ctas, smem};
         }
     }
+    p.bm_mode = plan.bm_mode;
+    p.stages = plan.stages;
+    p.groups = plan.groups;
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
-    window_attn_plan_chunks(p, num_sms(), best_ctas, /*waves=*/1);
+    window_attn_plan_chunks(p, num_sms(), plan.ctas, /*waves=*/1, p.groups);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    window_attn_fwd_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, best_smem, stream>>>(p);
+    if (p.groups > 1)
+        window_attn_fwd_kernel<Element, kHeadDim, kDropout, true>
+            <<<static_cast<unsigned>(grid), kNumThreads * p.groups, plan.smem, stream>>>(p);
+    else
+        window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>
+            <<<static_cast<unsigned>(grid), kNumThreads, plan.smem, stream>>>(p);
     return cudaGetLastError();
 }
 

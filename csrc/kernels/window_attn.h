@@ -47,6 +47,7 @@ struct FwdParams {
     int chunk = 1, n_chunks = 1;
     int stages = 2;                    // forward pipeline depth (set by its launcher)
     int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
+    int groups = 1;                    // forward groups of 4 warps per CTA (set by its launcher)
     DropoutArgs dropout;               // threshold 0: no attention dropout
 };
 
@@ -89,8 +90,9 @@ int window_attn_head_dim_bucket(int d);
 
 // Sets num_m_blocks, chunk and n_chunks: the fewest chunks per (m-block, head, bm window) whose
 // grid fills the waves of num_sms * ctas_per_sm CTAs it occupies to >= 85 % (at most about
-// 4 * `waves` waves), every chunk non-empty.
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves);
+// 4 * `waves` waves), every chunk non-empty. With groups > 1 (forward CTAs whose groups of warps
+// split the chunk's windows): the fewest chunks with the least waves x ceil(chunk / groups).
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups = 1);
 // Plans the backward's chunking (which sizes the dbias / dalpha partial buffers) from the
 // occupancy of the kernel that writes the partials.
 void window_attn_plan_bwd(Dtype dt, FwdParams& p);

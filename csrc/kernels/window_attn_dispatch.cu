@@ -44,7 +44,7 @@ bool window_attn_bwd_uses_small_path(const FwdParams& p) {
     return p.N <= kTileN && !force_tiled_bwd() && bwd_small_smem_bytes(p.d) <= max_smem_per_block();
 }
 
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups) {
     p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
     const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
     if (nB == 0) {
@@ -54,6 +54,25 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
     }
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
     const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
+    if (groups > 1) {
+        // A CTA of `groups` independent groups takes as long as its busiest group: ceil(chunk /
+        // groups) windows. Fewest chunks with the least (waves x windows per group).
+        const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * 4 / base, 1));
+        int64_t best_n = 1, best_cost = -1;
+        for (int64_t n = 1; n <= max_chunks; ++n) {
+            const int64_t chunk_n = (nB + n - 1) / n;
+            const int64_t ctas = base * ((nB + chunk_n - 1) / chunk_n);
+            const int64_t cost = ((ctas + cap - 1) / cap) * ((chunk_n + groups - 1) / groups);
+            if (best_cost < 0 || cost < best_cost) {
+                best_cost = cost;
+                best_n = n;
+            }
+        }
+        const int64_t chunk = (nB + best_n - 1) / best_n;
+        p.chunk = static_cast<int>(chunk);
+        p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);
+        return;
+    }
     // Fewest chunks (most windows per CTA: bias/mask and partial writes amortised best) whose
     // grid fills the waves it occupies to >= 85%; otherwise the best-filling count.
     const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * std::max(waves, 1) * 4 / base, 1));

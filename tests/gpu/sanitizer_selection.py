@@ -12,7 +12,8 @@ reference computed on the CPU (so that no PyTorch GPU kernel but copies runs bes
 What the problems reach (see csrc/kernels):
 
 - fp16 / bf16 tensor-core kernels for each head-dim bucket 32 / 64 / 128 (d = 16, 32 | 48, 64 |
-  96, 128): the forward (bias+mask placements none / strip (N <= 256) / tile (N > 256)), the
+  96, 128): the forward (bias+mask placements none / strip (one group of warps for N <= 64,
+  CTAs of several groups sharing it for 64 < N <= 256 at d <= 64) / tile (N > 256)), the
   small-window backward (N <= 64) and the tiled backward (N > 64: preprocess, kv and q kernels,
   with and without the dbias strip), the bias+mask builder and the partial-sum reductions;
 - the fp32 SIMT forward and backward (rows / cols kernels, dbias and dlogit reductions);
@@ -108,6 +109,10 @@ def selection(profile: str, num_sms: int) -> List[Dict[str, object]]:
             _p("fp16-many-windows-small", many, 1, 49, 32, "fp16", version="v2", bias="hnn", mask="shift",
                nW=4),
             _p("bf16-many-windows-tiled", many // 2, 1, 100, 32, "bf16", version="v2", bias="hnn",
+               mask="shift", nW=2),
+            # the forward's grouped CTAs (groups of 4 warps sharing the bm strip) at d = 64, several
+            # windows per group
+            _p("fp16-many-windows-tiled-d64", many // 2, 1, 100, 64, "fp16", version="v2", bias="hnn",
                mask="shift", nW=2),
             _p("fp32-small", 2, 1, 49, 32, "fp32", version="v2", bias="hnn", mask="shift", nW=2),
             _p("fp32-big", 1, 1, 300, 128, "fp32", version="v1", bias="hnn", mask="dead", nW=1),
