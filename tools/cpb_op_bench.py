@@ -62,3 +62,6 @@ for window, H in configs:
     print(f"window {window} H {H}: host issue {host:.1f} us/call, wall {wall:.1f}, events {sorted(gpu)[2]:.1f} us, "
           f"kernels/call {ksum:.1f}, kernel time {kgpu:.1f} us")
     print("   ", "; ".join(f"{c/10:.0f}x {k}" for k, c in kern.most_common(12)))
+    per = sorted(((e.self_device_time_total / 10, e.key[:60]) for e in prof.key_averages()
+                  if e.self_device_time_total > 0), reverse=True)
+    print("    GPU us per call:", "; ".join(f"{t:.1f} {k}" for t, k in per[:8]))
