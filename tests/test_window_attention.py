@@ -471,6 +471,21 @@ def test_cuda_tiled_backward_for_small_windows_in_subprocess():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("config", ["2,2", "1,2,1", "1,2,2", "1,2,3", "1,3,3"])
+def test_cuda_forward_placements_in_subprocess(config):
+    """The forward's launcher picks the bias+mask placement (a 64x64 tile per pipeline stage, or the
+    CTA's 64-row strip), the groups of 4 warps per CTA that share the strip, and the pipeline depth
+    by occupancy. FWA_FWD_CONFIG="mode,stages,groups" (mode 1 strip, 2 tiles) forces one where it
+    fits, so placements the default does not pick at these sizes are checked too; the first case
+    gives each group several windows of the same bias+mask slice (the chunk's windows g, g + groups,
+    ...), the others partial tiles, d < 32, d = 64 and a bias without a mask."""
+    cases = [(1024, 1, 144, 32, "bfloat16", "v2", "shift", "normal"), (52, 3, 100, 32, "float16", "v1", "shift", "normal"),
+             (44, 2, 256, 16, "bfloat16", "v2", "shift", "clustered"), (36, 2, 144, 64, "float16", "v2", "shift", "normal"),
+             (30, 2, 200, 48, "bfloat16", "v2", None, "normal")]
+    _check_problems_in_child(cases, 500, {"FWA_FWD_CONFIG": config}, f"forward placement {config}")
+
+
+@pytest.mark.cuda
 def test_cuda_global_dbias_slice_in_subprocess():
     """The tiled backward's query-side kernel accumulates dbias in a shared-memory strip wherever it
     fits (on an H100: up to N = 576 at d <= 64) and in a CTA-private global slice otherwise (N = 1024,
