@@ -3,17 +3,17 @@
 //   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key tiles), out = P v, lse = log Σ exp S
 //
 // Work split: a CTA owns one (query block of 64 rows, head h, bm window w) and a chunk of the
-// windows b = w + nW * t that share the same bias+mask slice. The CTA is 1 to kMaxGroups groups of
-// 4 warps (128 threads); group g takes the chunk's windows g, g + groups, ... and walks their
-// (window, key tile) items through its own cp.async pipeline of 2-4 stages, synchronised by its own
-// named barrier. The bias+mask slice is either held for the whole CTA as a strip of its 64 rows,
-// shared by all groups (read from L2 once per CTA instead of once per window and key tile: at
-// N = 256 that slice is 5x the window's q, k and v bytes), or streamed as one 64x64 tile per stage.
-// The launcher picks the placement, groups and depth that give the most warps per SM (the kernel is
-// latency bound), preferring the strip, then more CTAs, then more stages
+// windows b = w + nW * t that share the same bias+mask slice. The CTA is 1 to fwd_max_groups()
+// groups of 4 warps (128 threads); group g takes the chunk's windows g, g + groups, ... and walks
+// their (window, key tile) items through its own cp.async pipeline of 2-4 stages, synchronised by
+// its own named barrier. The bias+mask slice is either held for the whole CTA as a strip of its 64
+// rows, shared by all groups (read from L2 once per CTA instead of once per window and key tile: at
+// N = 256 that slice is 5x the window's q, k and v bytes), or streamed as one 64x64 tile per stage
+// (one group). The launcher picks the placement, groups and depth that give the most warps per SM
+// (the kernel is latency bound), preferring the strip, then more CTAs, then more stages
 // (FWA_FWD_CONFIG="mode,stages[,groups]" overrides it for tuning experiments). Each warp owns 16
-// query rows; a window's q fragments stay in registers for all its key tiles. With attention dropout (template parameter) the probabilities
-// are masked after the row sums, before P v.
+// query rows; a window's q fragments stay in registers for all its key tiles. With attention
+// dropout (template parameter) the probabilities are masked after the row sums, before P v.
 // For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
 // registers, key factors per tile in shared memory; q and k are never re-rounded after
 // normalisation. Limits: N <= 1024 (any), d <= kHeadDim (zero-padded to the bucket).
