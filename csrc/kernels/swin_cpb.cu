@@ -126,20 +126,27 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 //   dw2[hh, c] = sum_t dpre[t, hh] h[t, c]
 //   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
 //   dw1[c, :]  = sum_t dh[t, c] coords[t, :],  db1[c] = sum_t dh[t, c]
-// A block takes 32 columns c (one per lane) and all t, its warps splitting t (t = warp, warp +
-// kWarps, ...); dpre comes through shared memory kRows rows at a time (one coalesced load per
-// chunk, then broadcast reads); per-column sums in registers (MaxH of them for dw2), combined
-// across the warps in smem in warp order: deterministic.
+// A block takes kCols = 8 columns c and all t: lane l works on column l % 8 and the rows of phase
+// l / 8, warp w on rows 4 w + phase, 4 w + phase + 4 kWarps, ... (hidden / 8 blocks: 64 for timm's
+// 512; with 32 columns per block, 16 blocks issued all the work on 16 SMs). dpre comes through
+// shared memory kRows rows at a time (one coalesced load per chunk, then broadcast reads, rows
+// padded to H + 1 floats so the 4 rows a warp reads at once sit in different banks). Per-column sums
+// in registers (MaxH of them for dw2), combined over the 4 phases by xor-shuffles and across the
+// warps in smem in warp order: deterministic.
 template <int MaxH, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
 cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
                    float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2) {
-    constexpr int kRows = 4 * kWarps;
-    __shared__ float dsm[kRows * MaxH];
-    __shared__ float red[kWarps][32];
+    constexpr int kCols = 8, kPhases = 32 / kCols;
+    constexpr int kRowStep = kWarps * kPhases;   // rows per pass of the block
+    constexpr int kRows = 2 * kRowStep;          // rows per dpre chunk
+    __shared__ float dsm[kRows * (MaxH + 1)];
+    __shared__ float red[kWarps][kCols];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-    const int c = blockIdx.x * 32 + lane;
+    const int cl = lane % kCols, phase = lane / kCols;
+    const int c = blockIdx.x * kCols + cl;
     const bool col = c < p.hidden;
+    const int pitch = p.H + 1;
     float w2c[MaxH], acc2[MaxH];
 #pragma unroll
     for (int hh = 0; hh < MaxH; ++hh) {
@@ -150,13 +157,16 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
     for (int t0 = 0; t0 < p.T; t0 += kRows) {
         const int rows = min(kRows, p.T - t0);
         __syncthreads();   // the previous chunk's readers are done
-        for (int x = threadIdx.x; x < rows * p.H; x += kWarps * 32) dsm[x] = dpre[int64_t(t0) * p.H + x];
+        for (int x = threadIdx.x; x < rows * p.H; x += kWarps * 32) {
+            const int r = x / p.H;
+            dsm[r * pitch + (x - r * p.H)] = dpre[int64_t(t0) * p.H + x];
+        }
         __syncthreads();
         if (col) {
-            for (int r = warp; r < rows; r += kWarps) {
-                const int t = t0 + r;
-                const float hv = h[int64_t(t) * p.hidden + c];
-                const float* d = dsm + r * p.H;
+            for (int r = warp * kPhases + phase; r < rows; r += kRowStep) {
+                const int64_t t = t0 + r;
+                const float hv = h[t * p.hidden + c];
+                const float* d = dsm + r * pitch;
                 float s = 0.f;
 #pragma unroll
                 for (int hh = 0; hh < MaxH; ++hh) {
@@ -167,20 +177,22 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
                     }
                 }
                 const float dh = hv > 0.f ? s : 0.f;
-                a_w0 = fmaf(dh, p.coords[2 * int64_t(t)], a_w0);
-                a_w1 = fmaf(dh, p.coords[2 * int64_t(t) + 1], a_w1);
+                a_w0 = fmaf(dh, p.coords[2 * t], a_w0);
+                a_w1 = fmaf(dh, p.coords[2 * t + 1], a_w1);
                 a_b += dh;
             }
         }
     }
-    // combine the warps' partial sums of one quantity (dw2 rows, then dw1, db1)
+    // combine one quantity over the phases (lanes l, l ^ 8, l ^ 16, l ^ 24), then the warps
     auto combine = [&](float v) -> float {
-        red[warp][lane] = v;
+        v += __shfl_xor_sync(kFull, v, 8);
+        v += __shfl_xor_sync(kFull, v, 16);
+        if (phase == 0) red[warp][cl] = v;
         __syncthreads();
         float r = 0.f;
         if (warp == 0) {
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w) r += red[w][lane];
+            for (int w = 0; w < kWarps; ++w) r += red[w][cl];
         }
         __syncthreads();
         return r;
@@ -189,11 +201,11 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
     for (int hh = 0; hh < MaxH; ++hh) {
         if (hh < p.H) {   // uniform across the block
             const float r = combine(acc2[hh]);
-            if (warp == 0 && col) dw2[int64_t(hh) * p.hidden + c] = r;
+            if (warp == 0 && phase == 0 && col) dw2[int64_t(hh) * p.hidden + c] = r;
         }
     }
     const float r0 = combine(a_w0), r1 = combine(a_w1), rb = combine(a_b);
-    if (warp == 0 && col) {
+    if (warp == 0 && phase == 0 && col) {
         dw1[2 * int64_t(c)] = r0;
         dw1[2 * int64_t(c) + 1] = r1;
         if (db1 != nullptr) db1[c] = rb;
@@ -212,7 +224,7 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
         if (err != cudaSuccess) return err;
     }
     constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
-    const unsigned blocks = static_cast<unsigned>((p.hidden + 31) / 32);
+    const unsigned blocks = static_cast<unsigned>((p.hidden + 7) / 8);
     cpb_mlp_bwd_kernel<MaxH, kWarps><<<blocks, kWarps * 32, 0, s>>>(p, h, dpre, dw1, db1, dw2);
     return cudaGetLastError();
 }
