@@ -123,29 +123,37 @@ cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s) {
 
 // ---------------------------------------------------------------------------------------------
 
+// Four consecutive columns per thread (Npad is a multiple of 64: one float4 store), the index
+// arithmetic in 32 bits where the tensor allows (64-bit divisions were most of the kernel's work).
+template <typename Index>
 __global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_t b1, int64_t b2,
                                 const float* mask, int64_t m0, int64_t m1, int64_t m2, int Hb,
-                                int N, int Npad, int64_t total) {
-    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    const int j = static_cast<int>(idx % Npad);
-    int64_t rest = idx / Npad;
+                                int N, int Npad, Index total4) {
+    const Index q = Index(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (q >= total4) return;
+    const int npad4 = Npad / 4;
+    const int j0 = static_cast<int>(q % npad4) * 4;
+    Index rest = q / npad4;
     const int i = static_cast<int>(rest % Npad);
     rest /= Npad;
     const int h = static_cast<int>(rest % Hb);
-    const int64_t w = rest / Hb;
-    float v;
-    if (j >= N) {
-        v = -INFINITY;          // padded key: probability 0
-    } else if (i >= N) {
-        v = 0.f;                // padded query row: finite, never stored
-    } else {
-        v = 0.f;
-        if (bias) v += bias[h * b0 + i * b1 + j * b2];
-        if (mask) v += mask[w * m0 + i * m1 + j * m2];
-        v *= kLog2e;
+    const int64_t w = static_cast<int64_t>(rest / Hb);
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int j = j0 + e;
+        if (j >= N) {
+            v[e] = -INFINITY;       // padded key: probability 0
+        } else if (i >= N) {
+            v[e] = 0.f;             // padded query row: finite, never stored
+        } else {
+            float x = 0.f;
+            if (bias) x += bias[h * b0 + i * b1 + j * b2];
+            if (mask) x += mask[w * m0 + i * m1 + j * m2];
+            v[e] = x * kLog2e;
+        }
     }
-    bm[idx] = v;
+    reinterpret_cast<float4*>(bm)[q] = make_float4(v[0], v[1], v[2], v[3]);
 }
 
 cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
@@ -153,11 +161,16 @@ cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, 
                                  int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
                                  cudaStream_t s) {
     const int Hb = bias ? H : 1, nWb = mask ? nW : 1;
-    const int64_t total = int64_t(nWb) * Hb * Npad * Npad;
-    if (total == 0) return cudaSuccess;
+    const int64_t total4 = int64_t(nWb) * Hb * Npad * (Npad / 4);
+    if (total4 == 0) return cudaSuccess;
     const int threads = 256;
-    build_bm_kernel<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, s>>>(
-        bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0, mask_s1, mask_s2, Hb, N, Npad, total);
+    const unsigned blocks = static_cast<unsigned>((total4 + threads - 1) / threads);
+    if (total4 <= INT32_MAX)
+        build_bm_kernel<int><<<blocks, threads, 0, s>>>(bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0,
+                                                        mask_s1, mask_s2, Hb, N, Npad, static_cast<int>(total4));
+    else
+        build_bm_kernel<int64_t><<<blocks, threads, 0, s>>>(bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0,
+                                                            mask_s1, mask_s2, Hb, N, Npad, total4);
     return cudaGetLastError();
 }
 
