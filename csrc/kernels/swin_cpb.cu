@@ -10,11 +10,14 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-// One warp per table row t: h[t, :] = relu(coords[t] w1ᵀ + b1), then sig[t, hh] = sigmoid(h[t] · w2[hh]).
-// Lane l takes the hidden units c = l, l + 32, ...: with hidden <= 32 kHidPerLane (timm's 512) its
-// h values stay in registers, otherwise they are read back from h (the same lane wrote them). Both
-// forms sum in the same order.
+// One warp per (table row t, group of kHeadsPerWarp heads): h[t, :] = relu(coords[t] w1ᵀ + b1)
+// (written by the first group's warp), then sig[t, hh] = sigmoid(h[t] · w2[hh]) for the group's
+// heads. Lane l takes the hidden units c = l, l + 32, ...: with hidden <= 32 kHidPerLane (timm's 512)
+// its h values stay in registers, otherwise they are recomputed per head. Both forms sum in the
+// same order.
+// (With one warp per row for all heads, the heads ran one after another: H = 24 took 3.5x H = 3.)
 constexpr int kHidPerLane = 16;
+constexpr int kHeadsPerWarp = 4;
 
 __device__ __forceinline__ float cpb_hidden(const CpbParams& p, float x0, float x1, int c) {
     float v = fmaf(x1, p.w1[2 * c + 1], x0 * p.w1[2 * c]);
@@ -23,9 +26,12 @@ __device__ __forceinline__ float cpb_hidden(const CpbParams& p, float x0, float 
 }
 
 __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __restrict__ sig) {
-    const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int n_groups = (p.H + kHeadsPerWarp - 1) / kHeadsPerWarp;
+    const int64_t wi = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
-    if (t >= p.T) return;
+    if (wi >= int64_t(p.T) * n_groups) return;
+    const int t = static_cast<int>(wi / n_groups), hg = static_cast<int>(wi % n_groups);
+    const int h_begin = hg * kHeadsPerWarp, h_end = min(h_begin + kHeadsPerWarp, p.H);
     const float x0 = p.coords[2 * int64_t(t)], x1 = p.coords[2 * int64_t(t) + 1];
     float* hrow = h + int64_t(t) * p.hidden;
     if (p.hidden <= 32 * kHidPerLane) {
@@ -34,9 +40,9 @@ __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __rest
         for (int k = 0; k < kHidPerLane; ++k) {
             const int c = lane + 32 * k;
             hv[k] = c < p.hidden ? cpb_hidden(p, x0, x1, c) : 0.f;
-            if (c < p.hidden) hrow[c] = hv[k];
+            if (hg == 0 && c < p.hidden) hrow[c] = hv[k];
         }
-        for (int hh = 0; hh < p.H; ++hh) {
+        for (int hh = h_begin; hh < h_end; ++hh) {
             const float* w2row = p.w2 + int64_t(hh) * p.hidden;
             float acc = 0.f;
 #pragma unroll
@@ -49,11 +55,14 @@ __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __rest
         }
         return;
     }
-    for (int c = lane; c < p.hidden; c += 32) hrow[c] = cpb_hidden(p, x0, x1, c);
-    for (int hh = 0; hh < p.H; ++hh) {
+    // hidden > 512: the first group's warp writes the row of h; every warp recomputes the h values
+    // it multiplies (the same function of the same inputs: the same bits as the stored row).
+    if (hg == 0)
+        for (int c = lane; c < p.hidden; c += 32) hrow[c] = cpb_hidden(p, x0, x1, c);
+    for (int hh = h_begin; hh < h_end; ++hh) {
         const float* w2row = p.w2 + int64_t(hh) * p.hidden;
         float acc = 0.f;
-        for (int c = lane; c < p.hidden; c += 32) acc = fmaf(hrow[c], w2row[c], acc);
+        for (int c = lane; c < p.hidden; c += 32) acc = fmaf(cpb_hidden(p, x0, x1, c), w2row[c], acc);
         acc = warp_sum(acc);
         if (lane == 0) sig[int64_t(t) * p.H + hh] = 1.f / (1.f + expf(-acc));
     }
@@ -234,7 +243,8 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
 cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s) {
     if (p.T > 0) {
         constexpr int kWarps = 8;
-        cpb_mlp_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(p, h, sig);
+        const int64_t warps = int64_t(p.T) * ((p.H + kHeadsPerWarp - 1) / kHeadsPerWarp);
+        cpb_mlp_kernel<<<static_cast<unsigned>((warps + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(p, h, sig);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) return err;
     }
