@@ -141,23 +141,63 @@ window_attn_fwd_kernel(const FwdParams p) {
         if constexpr (kGrouped) return w + p.nW * (t_first + groups * ti);
         else return w + int64_t(p.nW) * (t_begin + ti);
     };
-    // Load cursor: the (window, key tile, stage) of the next item to load, advanced in order.
-    int load_ti = 0, load_j = 0, load_st = 0;
+    // Load cursor: the (window, key tile, stage) of the next item to load, advanced in order, and
+    // the global address of this thread's first 16-byte chunk of that item's q (its window's), k
+    // and v tiles (the chunk map of load_tile_async: column chunk tid % kCPR, rows tid / kCPR + i *
+    // kRowStep). The addresses advance by one key tile per item and to the group's next window after
+    // its last key tile, so an item's copies cost two 64-bit adds per tensor instead of the window's
+    // base, row and chunk offsets derived again for every item (~100 of the ~740 instructions per
+    // warp and item at N = 256, d = 32).
+    constexpr int kCPR = Shape::kChunksPerRow;
+    constexpr int kRowStep = kNumThreads / kCPR;
+    constexpr int kIters = kTileM * kCPR / kNumThreads;
+    static_assert(kTileM * kCPR % kNumThreads == 0 && kNumThreads % kCPR == 0, "even chunk split");
+    const int ld_r = tid / kCPR, ld_c = (tid % kCPR) * 8;
+    const bool ld_col_ok = ld_c < d;
+    const uint32_t ld_soff = uint32_t((ld_r * Shape::kPitch + ld_c) * sizeof(Element));
+    const int64_t win_step = kGrouped ? int64_t(p.nW) * groups : int64_t(p.nW);
+    const int64_t thread_off_q = int64_t(ld_r) * p.q.row_stride + ld_c;
+    const int64_t thread_off_k = int64_t(ld_r) * p.k.row_stride + ld_c;
+    const int64_t thread_off_v = int64_t(ld_r) * p.v.row_stride + ld_c;
+    const Element* ld_q = q_base + window_of(0) * p.q.batch_stride + int64_t(row0) * p.q.row_stride + thread_off_q;
+    const Element* ld_k = k_base + window_of(0) * p.k.batch_stride + thread_off_k;
+    const Element* ld_v = v_base + window_of(0) * p.v.batch_stride + thread_off_v;
+    const int64_t k_tile_step = int64_t(kTileN) * p.k.row_stride, v_tile_step = int64_t(kTileN) * p.v.row_stride;
+    const int64_t k_wrap = win_step * p.k.batch_stride - (n_key_tiles - 1) * k_tile_step;
+    const int64_t v_wrap = win_step * p.v.batch_stride - (n_key_tiles - 1) * v_tile_step;
+    const int64_t q_wrap = win_step * p.q.batch_stride;
+    // One tile's chunks from the thread's first chunk address g (rows_left rows of the tile exist;
+    // the others and columns >= d are zero-filled, reading nothing: the address is then `src`, the
+    // tensor's base, as in load_tile_async).
+    auto copy_tile = [&](Element* tile, const Element* g, int64_t row_stride, int rows_left, const Element* src) {
+        const uint32_t s = smem_u32(tile) + ld_soff;
+        const int64_t g_step = int64_t(kRowStep) * row_stride;
+#pragma unroll
+        for (int i = 0; i < kIters; ++i) {
+            const bool valid = ld_col_ok && ld_r + i * kRowStep < rows_left;
+            cp_async_16(s + uint32_t(i * kRowStep * Shape::kPitch * sizeof(Element)), valid ? g + i * g_step : src,
+                        valid ? 16 : 0);
+        }
+    };
+    int load_j = 0, load_st = 0;
     auto issue_loads = [&]() {
-        const int ti = load_ti, j = load_j, st = load_st;
-        if (++load_j == n_key_tiles) { load_j = 0; ++load_ti; }
+        const int j = load_j, st = load_st;
         if (++load_st == stages) load_st = 0;
-        const int64_t b = window_of(ti);
-        if (j == 0)
-            load_tile_async<Element, kHeadDim>(stage_q(st), q_base + b * p.q.batch_stride,
-                                               p.q.row_stride, row0, N, d, tid);
-        load_tile_async<Element, kHeadDim>(stage_k(st), k_base + b * p.k.batch_stride,
-                                           p.k.row_stride, j * kTileN, N, d, tid);
-        load_tile_async<Element, kHeadDim>(stage_v(st), v_base + b * p.v.batch_stride,
-                                           p.v.row_stride, j * kTileN, N, d, tid);
+        if (j == 0) copy_tile(stage_q(st), ld_q, p.q.row_stride, N - row0, q_base);
+        copy_tile(stage_k(st), ld_k, p.k.row_stride, N - j * kTileN, k_base);
+        copy_tile(stage_v(st), ld_v, p.v.row_stride, N - j * kTileN, v_base);
         if (bm_mode == kBmTile)
             load_bm_tile_async(stage_bm(st), kBmTilePitch,
                                bm_slice + int64_t(row0) * p.Npad + j * kTileN, p.Npad, tid);
+        if (++load_j == n_key_tiles) {
+            load_j = 0;
+            ld_k += k_wrap;
+            ld_v += v_wrap;
+            ld_q += q_wrap;
+        } else {
+            ld_k += k_tile_step;
+            ld_v += v_tile_step;
+        }
     };
 
     if (bm_mode == kBmStrip) {
@@ -181,8 +221,11 @@ window_attn_fwd_kernel(const FwdParams p) {
         cp_async_commit();
     }
 
+    // The window's accumulators: reset here and after each window's epilogue (not at its first
+    // item: the compiler turned that into selects executed on every item).
     float o_acc[kDT][4];
-    float row_max[2], row_sum[2], row_factor[2];
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, row_factor[2];
+    zero_acc(o_acc);
     // The window's q fragments live in registers from its first item on: the stage that item's
     // q tile was loaded into may receive the next window's q before this window's last key tile.
     uint32_t q_frag[kKS][4];
@@ -199,13 +242,7 @@ window_attn_fwd_kernel(const FwdParams p) {
         const Element* tV = stage_v(stage);
         float* kinv = stage_kinv(stage);
         const float* bm_tile = stage_bm(stage);
-        if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
-
-        if (j == 0) {
-            zero_acc(o_acc);
-            row_max[0] = row_max[1] = -INFINITY;
-            row_sum[0] = row_sum[1] = 0.f;
-        }
+        if (cosine) tile_row_inv_norms<Element, kHeadDim, true>(tK, kinv, tid);
 
         // S = q kᵀ for this warp's 16 rows and the 64 keys of the tile.
         float s[kNT][4];
@@ -231,8 +268,8 @@ window_attn_fwd_kernel(const FwdParams p) {
         if (j == 0) {
             // log2(e) folded in: the softmax runs on exp2.
             if (cosine) {
-                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq(quad_sum(ss0));
-                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq(quad_sum(ss1));
+                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq_fast(quad_sum(ss0));
+                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq_fast(quad_sum(ss1));
             } else {
                 row_factor[0] = row_factor[1] = alpha * kLog2e;
             }
@@ -326,6 +363,9 @@ window_attn_fwd_kernel(const FwdParams p) {
                     *reinterpret_cast<uint4*>(out + row * p.out.row_stride + col) =
                         *reinterpret_cast<const uint4*>(sOut + lrow * Shape::kPitch + col);
             }
+            zero_acc(o_acc);
+            row_max[0] = row_max[1] = -INFINITY;
+            row_sum[0] = row_sum[1] = 0.f;
         }
         if (++j == n_key_tiles) { j = 0; ++ti; }
         if (++stage == stages) stage = 0;
