@@ -145,9 +145,10 @@ window_attn_fwd_kernel(const FwdParams p) {
     // the global address of this thread's first 16-byte chunk of that item's q (its window's), k
     // and v tiles (the chunk map of load_tile_async: column chunk tid % kCPR, rows tid / kCPR + i *
     // kRowStep). The addresses advance by one key tile per item and to the group's next window after
-    // its last key tile, so an item's copies cost two 64-bit adds per tensor instead of the window's
-    // base, row and chunk offsets derived again for every item (~100 of the ~740 instructions per
-    // warp and item at N = 256, d = 32).
+    // its last key tile (the steps are kernel parameters: FwdParams::k_tile_step ...), so an item's
+    // copies cost two 64-bit adds per tensor instead of the window's base, row and chunk offsets
+    // derived again for every item (~100 of the ~740 instructions per warp and item at N = 256,
+    // d = 32).
     constexpr int kCPR = Shape::kChunksPerRow;
     constexpr int kRowStep = kNumThreads / kCPR;
     constexpr int kIters = kTileM * kCPR / kNumThreads;
@@ -155,17 +156,12 @@ window_attn_fwd_kernel(const FwdParams p) {
     const int ld_r = tid / kCPR, ld_c = (tid % kCPR) * 8;
     const bool ld_col_ok = ld_c < d;
     const uint32_t ld_soff = uint32_t((ld_r * Shape::kPitch + ld_c) * sizeof(Element));
-    const int64_t win_step = kGrouped ? int64_t(p.nW) * groups : int64_t(p.nW);
     const int64_t thread_off_q = int64_t(ld_r) * p.q.row_stride + ld_c;
     const int64_t thread_off_k = int64_t(ld_r) * p.k.row_stride + ld_c;
     const int64_t thread_off_v = int64_t(ld_r) * p.v.row_stride + ld_c;
     const Element* ld_q = q_base + window_of(0) * p.q.batch_stride + int64_t(row0) * p.q.row_stride + thread_off_q;
     const Element* ld_k = k_base + window_of(0) * p.k.batch_stride + thread_off_k;
     const Element* ld_v = v_base + window_of(0) * p.v.batch_stride + thread_off_v;
-    const int64_t k_tile_step = int64_t(kTileN) * p.k.row_stride, v_tile_step = int64_t(kTileN) * p.v.row_stride;
-    const int64_t k_wrap = win_step * p.k.batch_stride - (n_key_tiles - 1) * k_tile_step;
-    const int64_t v_wrap = win_step * p.v.batch_stride - (n_key_tiles - 1) * v_tile_step;
-    const int64_t q_wrap = win_step * p.q.batch_stride;
     // One tile's chunks from the thread's first chunk address g (rows_left rows of the tile exist;
     // the others and columns >= d are zero-filled, reading nothing: the address is then `src`, the
     // tensor's base, as in load_tile_async).
@@ -191,12 +187,12 @@ window_attn_fwd_kernel(const FwdParams p) {
                                bm_slice + int64_t(row0) * p.Npad + j * kTileN, p.Npad, tid);
         if (++load_j == n_key_tiles) {
             load_j = 0;
-            ld_k += k_wrap;
-            ld_v += v_wrap;
-            ld_q += q_wrap;
+            ld_k += p.k_wrap;
+            ld_v += p.v_wrap;
+            ld_q += p.q_wrap;
         } else {
-            ld_k += k_tile_step;
-            ld_v += v_tile_step;
+            ld_k += p.k_tile_step;
+            ld_v += p.v_tile_step;
         }
     };
 
@@ -468,6 +464,16 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     p.bm_mode = plan.bm_mode;
     p.stages = plan.stages;
     p.groups = plan.groups;
+    {
+        // the kernel's copy-cursor steps: a group's windows are nW * groups apart
+        const int64_t n_key_tiles = (p.N + kTileN - 1) / kTileN;
+        const int64_t win_step = int64_t(p.nW) * p.groups;
+        p.k_tile_step = int64_t(kTileN) * p.k.row_stride;
+        p.v_tile_step = int64_t(kTileN) * p.v.row_stride;
+        p.k_wrap = win_step * p.k.batch_stride - (n_key_tiles - 1) * p.k_tile_step;
+        p.v_wrap = win_step * p.v.batch_stride - (n_key_tiles - 1) * p.v_tile_step;
+        p.q_wrap = win_step * p.q.batch_stride;
+    }
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
     window_attn_plan_chunks(p, num_sms(), plan.ctas, /*waves=*/1, p.groups);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;

@@ -48,6 +48,12 @@ struct FwdParams {
     int stages = 2;                    // forward pipeline depth (set by its launcher)
     int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
     int groups = 1;                    // forward groups of 4 warps per CTA (set by its launcher)
+    // Forward copy-cursor steps in elements (set by its launcher from the strides, N and groups):
+    // one key tile of k / v, and from a window's last key tile (k, v) or its q rows to the same rows
+    // of the group's next window (nW * groups windows on). Kernel parameters, so the per-item
+    // advance is an add of a constant-bank operand (computed in the kernel, they were re-derived
+    // per item: the registers are full).
+    int64_t k_tile_step = 0, v_tile_step = 0, k_wrap = 0, v_wrap = 0, q_wrap = 0;
     DropoutArgs dropout;               // threshold 0: no attention dropout
 };
 
