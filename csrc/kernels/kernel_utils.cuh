@@ -98,6 +98,19 @@ FWA_DEVICE float fast_exp2(float x) {
     return y;
 }
 
+// Hardware approximations for a forward's per-row epilogue (1 / l and log2 l of the softmax sum l >= 1):
+// relative error ~2^-22 against ~60 instructions per row for the correctly rounded forms.
+FWA_DEVICE float fast_rcp(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+FWA_DEVICE float fast_log2(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Reductions over the 4 lanes of a quad (the lanes that share a C-fragment row).
 FWA_DEVICE float quad_sum(float x) {
     x += __shfl_xor_sync(0xffffffffu, x, 1);
