@@ -44,7 +44,7 @@ bool window_attn_bwd_uses_small_path(const FwdParams& p) {
     return p.N <= kTileN && !force_tiled_bwd() && bwd_small_smem_bytes(p.d) <= max_smem_per_block();
 }
 
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups) {
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups, bool balance) {
     p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
     const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
     if (nB == 0) {
@@ -54,9 +54,12 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
     }
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
     const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
-    if (groups > 1) {
+    if (groups > 1 || balance) {
         // A CTA of `groups` independent groups takes as long as its busiest group: ceil(chunk /
-        // groups) windows. Fewest chunks with the least (waves x windows per group).
+        // groups) windows. Fewest chunks with the least (waves x windows per group): the busiest
+        // CTA slot's windows. (One group with `balance`, the forward: the fill rule below let
+        // 960 CTAs of 13 windows take 2 rounds of the 528 slots at (4096, 3, 64), 26 windows per
+        // slot where 8-window chunks need 24.)
         const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * 4 / base, 1));
         int64_t best_n = 1, best_cost = -1;
         for (int64_t n = 1; n <= max_chunks; ++n) {
