@@ -478,7 +478,7 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
         p.q_wrap = win_step * p.q.batch_stride;
     }
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
-    window_attn_plan_chunks(p, num_sms(), plan.ctas, /*waves=*/1, p.groups, /*balance=*/true);
+    window_attn_plan_chunks_balanced(p, num_sms(), plan.ctas, p.groups);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
     if (p.groups > 1)

@@ -96,11 +96,12 @@ int window_attn_head_dim_bucket(int d);
 
 // Sets num_m_blocks, chunk and n_chunks: the fewest chunks per (m-block, head, bm window) whose
 // grid fills the waves of num_sms * ctas_per_sm CTAs it occupies to >= 85 % (at most about
-// 4 * `waves` waves), every chunk non-empty. With groups > 1 (forward CTAs whose groups of warps
-// split the chunk's windows) or `balance` (the forward): the fewest chunks with the least
-// waves x ceil(chunk / groups), the windows of the busiest CTA slot.
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups = 1,
-                             bool balance = false);
+// 4 * `waves` waves), every chunk non-empty (the backward: its chunks size the partial buffers).
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves);
+// The same for the forward, whose CTAs are `groups` groups of warps splitting a chunk's windows:
+// the fewest chunks with the least waves x ceil(chunk / groups), the windows of the busiest CTA
+// slot.
+void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm, int groups);
 // Plans the backward's chunking (which sizes the dbias / dalpha partial buffers) from the
 // occupancy of the kernel that writes the partials.
 void window_attn_plan_bwd(Dtype dt, FwdParams& p);

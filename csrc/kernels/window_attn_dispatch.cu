@@ -44,38 +44,33 @@ bool window_attn_bwd_uses_small_path(const FwdParams& p) {
     return p.N <= kTileN && !force_tiled_bwd() && bwd_small_smem_bytes(p.d) <= max_smem_per_block();
 }
 
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int groups, bool balance) {
+namespace {
+
+// Sets num_m_blocks and returns the windows per bm window (B / nW); with none, an empty plan.
+int64_t chunk_plan_start(FwdParams& p) {
     p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
     const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
     if (nB == 0) {
         p.chunk = 1;
         p.n_chunks = 0;
-        return;
     }
+    return nB;
+}
+
+// chunk = ceil(nB / n), and the chunk count that leaves no chunk empty.
+void chunk_plan_set(FwdParams& p, int64_t nB, int64_t n) {
+    const int64_t chunk = (nB + n - 1) / n;
+    p.chunk = static_cast<int>(chunk);
+    p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
+}
+
+}  // namespace
+
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
+    const int64_t nB = chunk_plan_start(p);
+    if (nB == 0) return;
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
     const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
-    if (groups > 1 || balance) {
-        // A CTA of `groups` independent groups takes as long as its busiest group: ceil(chunk /
-        // groups) windows. Fewest chunks with the least (waves x windows per group): the busiest
-        // CTA slot's windows. (One group with `balance`, the forward: the fill rule below let
-        // 960 CTAs of 13 windows take 2 rounds of the 528 slots at (4096, 3, 64), 26 windows per
-        // slot where 8-window chunks need 24.)
-        const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * 4 / base, 1));
-        int64_t best_n = 1, best_cost = -1;
-        for (int64_t n = 1; n <= max_chunks; ++n) {
-            const int64_t chunk_n = (nB + n - 1) / n;
-            const int64_t ctas = base * ((nB + chunk_n - 1) / chunk_n);
-            const int64_t cost = ((ctas + cap - 1) / cap) * ((chunk_n + groups - 1) / groups);
-            if (best_cost < 0 || cost < best_cost) {
-                best_cost = cost;
-                best_n = n;
-            }
-        }
-        const int64_t chunk = (nB + best_n - 1) / best_n;
-        p.chunk = static_cast<int>(chunk);
-        p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);
-        return;
-    }
     // Fewest chunks (most windows per CTA: bias/mask and partial writes amortised best) whose
     // grid fills the waves it occupies to >= 85%; otherwise the best-filling count.
     const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * std::max(waves, 1) * 4 / base, 1));
@@ -91,9 +86,31 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
         }
         if (fill >= 0.85 && ctas >= std::min<int64_t>(cap, base * nB)) break;
     }
-    const int64_t chunk = (nB + n_chunks - 1) / n_chunks;
-    p.chunk = static_cast<int>(chunk);
-    p.n_chunks = static_cast<int>((nB + chunk - 1) / chunk);   // every chunk is non-empty
+    chunk_plan_set(p, nB, n_chunks);
+}
+
+void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm, int groups) {
+    const int64_t nB = chunk_plan_start(p);
+    if (nB == 0) return;
+    const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
+    const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
+    // A CTA of `groups` independent groups takes as long as its busiest group: ceil(chunk / groups)
+    // windows. Fewest chunks with the least (waves x windows per group): the busiest CTA slot's
+    // windows. (For one group the fill rule of window_attn_plan_chunks let 960 CTAs of 13 windows
+    // take 2 rounds of the 528 slots at (4096, 3, 64): 26 windows per slot where 8-window chunks
+    // need 24.)
+    const int64_t max_chunks = std::min<int64_t>(nB, std::max<int64_t>(cap * 4 / base, 1));
+    int64_t best_n = 1, best_cost = -1;
+    for (int64_t n = 1; n <= max_chunks; ++n) {
+        const int64_t chunk_n = (nB + n - 1) / n;
+        const int64_t ctas = base * ((nB + chunk_n - 1) / chunk_n);
+        const int64_t cost = ((ctas + cap - 1) / cap) * ((chunk_n + groups - 1) / groups);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best_n = n;
+        }
+    }
+    chunk_plan_set(p, nB, best_n);
 }
 
 cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
