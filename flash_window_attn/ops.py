@@ -5,7 +5,7 @@ C++ (``flash_window_attn._C``). Here we add what ``torch.compile`` and autograd 
 
 - fake (meta) kernels that give exactly the real outputs' shapes, dtypes and strides, symbolic
   shapes included;
-- ``register_autograd`` for the forward op, whose backward is the second op;
+- (the forward ops' autograd is registered in C++: ``csrc/ops/window_attention_autograd.cpp``);
 - :func:`window_attention`, the public entry point.
 
 All argument validation lives in the C++ op (one place, same messages on every device); Python
@@ -24,11 +24,8 @@ from torch import Tensor
 __all__ = ["window_attention", "window_attention_qkvpacked", "dropout_keep_mask"]
 
 _fwd_op = torch.ops.flash_window_attn.window_attention_fwd.default
-_bwd_op = torch.ops.flash_window_attn.window_attention_bwd.default
 _dfwd_op = torch.ops.flash_window_attn.window_attention_dropout_fwd.default
-_dbwd_op = torch.ops.flash_window_attn.window_attention_dropout_bwd.default
 _pfwd_op = torch.ops.flash_window_attn.window_attention_qkvpacked_fwd.default
-_pbwd_op = torch.ops.flash_window_attn.window_attention_qkvpacked_bwd.default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,77 +111,11 @@ def _dropout_keep_mask_fake(rng_state, B, H, N, dropout_p):
 
 
 # ---------------------------------------------------------------------------------------------
-# Autograd: the backward of window_attention_fwd is window_attention_bwd
+# Autograd: registered in C++ for the three forward ops (csrc/ops/window_attention_autograd.cpp;
+# the backward of each is its *_bwd op). A Python autograd registration costs ~100 us of host time
+# per call and as much in the backward, which the GPU waits for on small problems and in every
+# layer of a swapped model.
 # ---------------------------------------------------------------------------------------------
-
-
-def _setup_context(ctx, inputs, output):
-    q, k, v, bias, mask, logit_scale, scale = inputs
-    out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, bias, mask, logit_scale)
-    ctx.scale = scale
-
-
-def _unit_last_stride(grad_out: Tensor) -> Tensor:
-    if grad_out.stride(-1) != 1:
-        # e.g. the expanded (all-zero-stride) gradient of out.sum(); the op needs unit last stride.
-        # (Not .contiguous(): an empty expanded tensor counts as contiguous and keeps stride 0.)
-        grad_out = torch.empty_like(grad_out, memory_format=torch.contiguous_format).copy_(grad_out)
-    return grad_out
-
-
-def _input_grads(ctx, grads, bias, logit_scale, n_non_tensor_args):
-    """The backward op's (dq, dk, dv, dbias, dlogit_scale) as the gradients of the forward op's
-    inputs (q, k, v, bias, mask, logit_scale, then its non-tensor arguments)."""
-    dq, dk, dv, dbias, dlogit_scale = grads
-    needs = ctx.needs_input_grad
-    return (
-        dq if needs[0] else None,
-        dk if needs[1] else None,
-        dv if needs[2] else None,
-        dbias if bias is not None and needs[3] else None,
-        None,  # mask: never differentiable
-        dlogit_scale if logit_scale is not None and needs[5] else None,
-    ) + (None,) * n_non_tensor_args
-
-
-def _backward(ctx, grad_out, grad_lse):
-    # grad_lse is ignored: lse is an auxiliary output (the softmax statistics) for the backward.
-    q, k, v, out, lse, bias, mask, logit_scale = ctx.saved_tensors
-    grads = _bwd_op(_unit_last_stride(grad_out), q, k, v, out, lse, bias, mask, logit_scale, ctx.scale)
-    return _input_grads(ctx, grads, bias, logit_scale, 1)  # scale
-
-
-torch.library.register_autograd(
-    "flash_window_attn::window_attention_fwd", _backward, setup_context=_setup_context
-)
-
-
-def _setup_context_dropout(ctx, inputs, output):
-    q, k, v, bias, mask, logit_scale, scale, dropout_p = inputs
-    out, lse, rng_state = output
-    ctx.save_for_backward(q, k, v, out, lse, bias, mask, logit_scale, rng_state)
-    ctx.scale = scale
-    ctx.dropout_p = dropout_p
-
-
-def _backward_dropout(ctx, grad_out, grad_lse, grad_rng_state):
-    q, k, v, out, lse, bias, mask, logit_scale, rng_state = ctx.saved_tensors
-    grads = _dbwd_op(_unit_last_stride(grad_out), q, k, v, out, lse, bias, mask, logit_scale, ctx.scale,
-                     ctx.dropout_p, rng_state)
-    return _input_grads(ctx, grads, bias, logit_scale, 2)  # scale, dropout_p
-
-
-torch.library.register_autograd(
-    "flash_window_attn::window_attention_dropout_fwd",
-    _backward_dropout,
-    setup_context=_setup_context_dropout,
-)
-
-
-# The packed op's autograd is registered in C++ (csrc/ops/window_attention_autograd.cpp): it is the
-# op the timm drop-ins call in every layer, and a Python autograd wrapper costs ~100 us of host time
-# per call and as much in the backward.
 
 
 def dropout_keep_mask(rng_state: Tensor, B: int, H: int, N: int, dropout_p: float) -> Tensor:

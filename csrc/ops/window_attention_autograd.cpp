@@ -1,11 +1,13 @@
-// Autograd of the packed-qkv op in C++ (TORCH_LIBRARY_IMPL(..., Autograd, ...)): the forward op is
-// called below autograd and a torch::autograd::Function node records its backward op.
+// Autograd of the window-attention forward ops in C++ (TORCH_LIBRARY_IMPL(..., Autograd, ...)):
+// window_attention_fwd, window_attention_dropout_fwd and window_attention_qkvpacked_fwd. Each
+// calls its forward op below autograd, and a torch::autograd::Function node records the matching
+// backward op.
 //
-// The timm drop-in modules call this op once per layer in every training step; a Python autograd
-// registration (torch.library.register_autograd, as ops.py does for the unpacked ops) costs
-// ~100 us of host time per call and as much again in the backward, which shows in the step time of
-// a whole model whose GPU waits on the host (benchmarks/NOTES.md). torch.compile traces through
-// this kernel like through a Python one (AOTAutograd runs the Autograd key with fake tensors).
+// A Python autograd registration (torch.library.register_autograd) costs ~100 us of host time per
+// call and as much again in the backward: for small problems (and for the timm drop-ins, which
+// call the packed op once per layer in every training step) the GPU then waits on the host
+// (benchmarks/NOTES.md, sessions 4 and 16). torch.compile traces through these kernels like
+// through a Python one (AOTAutograd runs the Autograd key with fake tensors).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
@@ -44,6 +46,140 @@ std::optional<at::Tensor> opt(const at::Tensor& t) {
   return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
 }
 
+// The ops want dout with a unit last stride. Not .contiguous(): an empty expanded gradient (e.g.
+// of out.sum() over zero windows) counts as contiguous and keeps its zero strides.
+at::Tensor unit_last_stride(const at::Tensor& dout) {
+  if (dout.dim() == 0 || dout.sym_stride(-1) == 1) return dout;   // (sym_stride: no guard on the other strides)
+  return at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
+}
+
+void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what) {
+  TORCH_CHECK_VALUE(!(mask.has_value() && mask->defined() && mask->requires_grad()), what,
+                    ": mask receives no gradient; pass mask.detach() (got a mask with requires_grad=True)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// window_attention_fwd / window_attention_dropout_fwd (q, k, v separate)
+
+using FwdSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                  const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                                                  const std::optional<at::Tensor>&, double);
+using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+    const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, double);
+using DropoutFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double, double);
+using DropoutBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+    const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, double, double, const at::Tensor&);
+
+template <typename Sig>
+c10::TypedOperatorHandle<Sig> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
+}
+const c10::TypedOperatorHandle<FwdSig>& fwd_op() {
+  static const auto op = find_op<FwdSig>("flash_window_attn::window_attention_fwd");
+  return op;
+}
+const c10::TypedOperatorHandle<BwdSig>& bwd_op() {
+  static const auto op = find_op<BwdSig>("flash_window_attn::window_attention_bwd");
+  return op;
+}
+const c10::TypedOperatorHandle<DropoutFwdSig>& dropout_fwd_op() {
+  static const auto op = find_op<DropoutFwdSig>("flash_window_attn::window_attention_dropout_fwd");
+  return op;
+}
+const c10::TypedOperatorHandle<DropoutBwdSig>& dropout_bwd_op() {
+  static const auto op = find_op<DropoutBwdSig>("flash_window_attn::window_attention_dropout_bwd");
+  return op;
+}
+
+// Gradients of the forward op's inputs (q, k, v, bias, mask, logit_scale, then n_rest non-tensor
+// arguments) from the backward op's (dq, dk, dv, dbias, dlogit_scale). Gradients of inputs that
+// need none are dropped by autograd; bias / logit_scale ones only exist where the input does.
+variable_list input_grads(const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>& g,
+                          const at::Tensor& bias, const at::Tensor& logit_scale, int n_rest) {
+  variable_list result(6 + n_rest);
+  result[0] = std::get<0>(g);
+  result[1] = std::get<1>(g);
+  result[2] = std::get<2>(g);
+  if (bias.defined()) result[3] = std::get<3>(g);
+  if (logit_scale.defined()) result[5] = std::get<4>(g);
+  return result;
+}
+
+class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+                               const std::optional<at::Tensor>& logit_scale, double scale) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    auto [out, lse] = fwd_op().call(q, k, v, bias, mask, logit_scale, scale);
+    ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
+                            logit_scale.value_or(at::Tensor())});
+    ctx->saved_data["scale"] = scale;
+    ctx->mark_non_differentiable({lse});
+    return {out, lse};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &bias = saved[5], &logit_scale = saved[7];
+    if (!grads[0].defined()) return variable_list(7);   // out did not reach the loss
+    auto g = bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4], opt(bias),
+                           opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble());
+    return input_grads(g, bias, logit_scale, 1);   // scale
+  }
+};
+
+class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindowAttnFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+                               const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    auto [out, lse, rng_state] = dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p);
+    ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
+                            logit_scale.value_or(at::Tensor()), rng_state});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["dropout_p"] = dropout_p;
+    ctx->mark_non_differentiable({lse, rng_state});
+    return {out, lse, rng_state};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &bias = saved[5], &logit_scale = saved[7];
+    if (!grads[0].defined()) return variable_list(8);
+    auto g = dropout_bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4],
+                                   opt(bias), opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
+                                   ctx->saved_data["dropout_p"].toDouble(), saved[8]);
+    return input_grads(g, bias, logit_scale, 2);   // scale, dropout_p
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> window_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                       const std::optional<at::Tensor>& bias,
+                                                       const std::optional<at::Tensor>& mask,
+                                                       const std::optional<at::Tensor>& logit_scale, double scale) {
+  variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale);
+  return {r[0], r[1]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_autograd(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    double dropout_p) {
+  variable_list r = DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p);
+  return {r[0], r[1], r[2]};
+}
+
+// ---------------------------------------------------------------------------------------------
+// window_attention_qkvpacked_fwd
+
 class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, int64_t num_heads,
@@ -66,11 +202,9 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
                      &logit_scale = saved[5], &rng_state = saved[6];
     // one gradient per forward argument: qkv, num_heads, bias, mask, logit_scale, scale, dropout_p
     variable_list result(7);
-    at::Tensor dout = grads[0];
-    if (!dout.defined()) return result;   // out did not reach the loss
-    if (dout.stride(-1) != 1) dout = dout.contiguous();   // the op wants a unit last stride
+    if (!grads[0].defined()) return result;   // out did not reach the loss
     auto [dqkv, dbias, dlogit_scale] = packed_bwd_op().call(
-        dout, qkv, out, lse, opt(bias), opt(mask), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
+        unit_last_stride(grads[0]), qkv, out, lse, opt(bias), opt(mask), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
         ctx->saved_data["num_heads"].toInt(), ctx->saved_data["dropout_p"].toDouble(), rng_state);
     // (the kernels compute every gradient anyway; autograd drops those of inputs that need none)
     result[0] = dqkv;
@@ -84,8 +218,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autograd(
     const at::Tensor& qkv, int64_t num_heads, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p) {
-  TORCH_CHECK_VALUE(!(mask.has_value() && mask->requires_grad()), "window_attention_qkvpacked: mask receives no "
-                    "gradient; pass mask.detach() (got a mask with requires_grad=True)");
+  check_mask_no_grad(mask, "window_attention_qkvpacked");
   variable_list r = QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
   return {r[0], r[1], r[2]};
 }
@@ -93,6 +226,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autograd(
 }  // namespace
 
 TORCH_LIBRARY_IMPL(flash_window_attn, Autograd, m) {
+  m.impl("window_attention_fwd", &window_fwd_autograd);
+  m.impl("window_attention_dropout_fwd", &window_dropout_fwd_autograd);
   m.impl("window_attention_qkvpacked_fwd", &qkvpacked_fwd_autograd);
 }
 

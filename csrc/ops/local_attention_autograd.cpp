@@ -1,0 +1,84 @@
+// Autograd of local_attention_fwd in C++ (TORCH_LIBRARY_IMPL(..., Autograd, ...)): the forward op
+// is called below autograd and a torch::autograd::Function node records local_attention_bwd.
+// Same design as window_attention_autograd.cpp: a Python registration (torch.library.
+// register_autograd) cost ~150 us of host time per forward + backward, more than the GPU work of
+// a 4k-token band (benchmarks/NOTES.md, session 16); torch.compile traces through this kernel
+// like through a Python one.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+namespace flash_window_attn {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+using LocalFwdSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                       int64_t, int64_t, int64_t, double);
+using LocalBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+    const at::Tensor&, int64_t, int64_t, int64_t, double);
+
+const c10::TypedOperatorHandle<LocalFwdSig>& local_fwd_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("flash_window_attn::local_attention_fwd", "")
+                             .typed<LocalFwdSig>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<LocalBwdSig>& local_bwd_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("flash_window_attn::local_attention_bwd", "")
+                             .typed<LocalBwdSig>();
+  return op;
+}
+
+class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               int64_t left, int64_t right, int64_t block, double scale) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    auto [out, lse] = local_fwd_op().call(q, k, v, left, right, block, scale);
+    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->saved_data["left"] = left;
+    ctx->saved_data["right"] = right;
+    ctx->saved_data["block"] = block;
+    ctx->saved_data["scale"] = scale;
+    ctx->mark_non_differentiable({lse});
+    return {out, lse};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // one gradient per forward argument: q, k, v, left, right, block, scale
+    variable_list result(7);
+    at::Tensor dout = grads[0];
+    if (!dout.defined()) return result;   // out did not reach the loss (lse is not differentiable)
+    if (dout.dim() > 0 && dout.sym_stride(-1) != 1)   // (sym_stride: no guard on the other strides)
+      // e.g. the expanded (zero-stride) gradient of out.sum(); not .contiguous(), which keeps the
+      // zero strides of an empty expanded tensor
+      dout = at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
+    const variable_list saved = ctx->get_saved_variables();
+    auto [dq, dk, dv] = local_bwd_op().call(dout, saved[0], saved[1], saved[2], saved[3], saved[4],
+                                            ctx->saved_data["left"].toInt(), ctx->saved_data["right"].toInt(),
+                                            ctx->saved_data["block"].toInt(), ctx->saved_data["scale"].toDouble());
+    result[0] = dq;
+    result[1] = dk;
+    result[2] = dv;
+    return result;
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> local_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                      int64_t left, int64_t right, int64_t block, double scale) {
+  variable_list r = LocalAttnFunction::apply(q, k, v, left, right, block, scale);
+  return {r[0], r[1]};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(flash_window_attn, Autograd, m) {
+  m.impl("local_attention_fwd", &local_fwd_autograd);
+}
+
+}  // namespace flash_window_attn
