@@ -29,8 +29,16 @@ template <int kHeadDim> struct BwdSmallSmem {
                                      size_t(kTileM) * (kTileN + 8) * sizeof(float);
 };
 
+// Minimum CTAs per SM for __launch_bounds__. At d >= 64 an explicit 1: given the thread count only,
+// ptxas capped the kernel at 168 registers and spilled 20 bytes at d = 64 (shared memory allows 2
+// CTAs there anyway); with 1 it takes 204 (197 with dropout) and spills nothing (session 15 run 13:
+// fwd+bwd (1024, 4, 64, 64) 0.346 -> 0.332 ms). At d <= 32, 0 leaves it unspecified: the same
+// SASS as with the thread count only (167 registers, 3 CTAs per SM).
+template <int kHeadDim> constexpr int bwd_small_min_blocks() { return kHeadDim <= 32 ? 0 : 1; }
+
 template <typename Element, int kHeadDim, bool kDropout>
-__global__ void __launch_bounds__(kNumThreads) window_attn_bwd_small_kernel(const BwdParams p) {
+__global__ void __launch_bounds__(kNumThreads, bwd_small_min_blocks<kHeadDim>())
+window_attn_bwd_small_kernel(const BwdParams p) {
     // Hoisted tile-load addressing at d <= 32 (same 167 registers); at d = 64 it took 168 -> 232.
     constexpr bool kHoistLoads = kHeadDim <= 32;
     using Tr = ElementTraits<Element>;
