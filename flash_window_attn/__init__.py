@@ -5,8 +5,8 @@
 
 The compiled library ``flash_window_attn._C`` registers the ops ``torch.ops.flash_window_attn.
 window_attention_fwd`` and ``window_attention_bwd`` (schemas and math: ``csrc/README.md``);
-``ops.py`` adds their fake kernels, autograd and the public function; ``reference.py`` holds the
-plain-PyTorch formula.
+``ops.py`` adds their fake kernels and the public function (the autograd kernels are C++:
+``csrc/ops/window_attention_autograd.cpp``); ``reference.py`` holds the plain-PyTorch formula.
 """
 
 import torch
