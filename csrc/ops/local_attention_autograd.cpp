@@ -8,6 +8,8 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "ops/autograd_common.h"
+
 namespace flash_window_attn {
 namespace {
 
@@ -52,12 +54,8 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     // one gradient per forward argument: q, k, v, left, right, block, scale
     variable_list result(7);
-    at::Tensor dout = grads[0];
-    if (!dout.defined()) return result;   // out did not reach the loss (lse is not differentiable)
-    if (dout.dim() > 0 && dout.sym_stride(-1) != 1)   // (sym_stride: no guard on the other strides)
-      // e.g. the expanded (zero-stride) gradient of out.sum(); not .contiguous(), which keeps the
-      // zero strides of an empty expanded tensor
-      dout = at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
+    if (!grads[0].defined()) return result;   // out did not reach the loss (lse is not differentiable)
+    const at::Tensor dout = unit_last_stride(grads[0]);
     const variable_list saved = ctx->get_saved_variables();
     auto [dq, dk, dv] = local_bwd_op().call(dout, saved[0], saved[1], saved[2], saved[3], saved[4],
                                             ctx->saved_data["left"].toInt(), ctx->saved_data["right"].toInt(),

@@ -12,6 +12,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "ops/autograd_common.h"
 #include "ops/window_attention_common.h"
 
 namespace flash_window_attn {
@@ -44,13 +45,6 @@ const c10::TypedOperatorHandle<PackedBwdSig>& packed_bwd_op() {
 
 std::optional<at::Tensor> opt(const at::Tensor& t) {
   return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
-}
-
-// The ops want dout with a unit last stride. Not .contiguous(): an empty expanded gradient (e.g.
-// of out.sum() over zero windows) counts as contiguous and keeps its zero strides.
-at::Tensor unit_last_stride(const at::Tensor& dout) {
-  if (dout.dim() == 0 || dout.sym_stride(-1) == 1) return dout;   // (sym_stride: no guard on the other strides)
-  return at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
 }
 
 void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what) {

@@ -1,0 +1,17 @@
+// Helpers shared by the C++ autograd kernels of the forward ops (window_attention_autograd.cpp,
+// local_attention_autograd.cpp).
+#pragma once
+#include <ATen/ATen.h>
+
+namespace flash_window_attn {
+
+// The backward ops want dout with a unit last stride. Not .contiguous(): an empty expanded gradient
+// (e.g. of out.sum() over zero windows) counts as contiguous and keeps its zero strides. The stride
+// is read through sym_stride: Tensor::stride evaluates every stride, which under
+// torch.compile(dynamic=True) specialised the traced graph on N.
+inline at::Tensor unit_last_stride(const at::Tensor& dout) {
+  if (dout.dim() == 0 || dout.sym_stride(-1) == 1) return dout;
+  return at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
+}
+
+}  // namespace flash_window_attn
