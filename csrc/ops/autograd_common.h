@@ -2,6 +2,7 @@
 // local_attention_autograd.cpp).
 #pragma once
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 namespace flash_window_attn {
 
@@ -12,6 +13,13 @@ namespace flash_window_attn {
 inline at::Tensor unit_last_stride(const at::Tensor& dout) {
   if (dout.dim() == 0 || dout.sym_stride(-1) == 1) return dout;
   return at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
+}
+
+// The typed dispatcher handle of op `name` ("flash_window_attn::..."); callers keep it in a
+// function-local static (one lookup per process).
+template <typename Sig>
+c10::TypedOperatorHandle<Sig> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
 }
 
 }  // namespace flash_window_attn

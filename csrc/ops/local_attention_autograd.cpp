@@ -23,16 +23,11 @@ using LocalBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, int64_t, int64_t, int64_t, double);
 
 const c10::TypedOperatorHandle<LocalFwdSig>& local_fwd_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("flash_window_attn::local_attention_fwd", "")
-                             .typed<LocalFwdSig>();
+  static const auto op = find_op<LocalFwdSig>("flash_window_attn::local_attention_fwd");
   return op;
 }
-
 const c10::TypedOperatorHandle<LocalBwdSig>& local_bwd_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("flash_window_attn::local_attention_bwd", "")
-                             .typed<LocalBwdSig>();
+  static const auto op = find_op<LocalBwdSig>("flash_window_attn::local_attention_bwd");
   return op;
 }
 

@@ -30,16 +30,11 @@ using PackedBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     double, int64_t, double, const at::Tensor&);
 
 const c10::TypedOperatorHandle<PackedFwdSig>& packed_fwd_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("flash_window_attn::window_attention_qkvpacked_fwd", "")
-                             .typed<PackedFwdSig>();
+  static const auto op = find_op<PackedFwdSig>("flash_window_attn::window_attention_qkvpacked_fwd");
   return op;
 }
-
 const c10::TypedOperatorHandle<PackedBwdSig>& packed_bwd_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("flash_window_attn::window_attention_qkvpacked_bwd", "")
-                             .typed<PackedBwdSig>();
+  static const auto op = find_op<PackedBwdSig>("flash_window_attn::window_attention_qkvpacked_bwd");
   return op;
 }
 
@@ -70,10 +65,6 @@ using DropoutBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
     const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&, double, double, const at::Tensor&);
 
-template <typename Sig>
-c10::TypedOperatorHandle<Sig> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
-}
 const c10::TypedOperatorHandle<FwdSig>& fwd_op() {
   static const auto op = find_op<FwdSig>("flash_window_attn::window_attention_fwd");
   return op;
