@@ -63,6 +63,16 @@ FWA_DEVICE void cp_async_wait_stages(int stages) {
 
 // CTAs per SM the register allocation of the one-group kernel must allow (smem permitting).
 template <int kHeadDim> constexpr int fwd_min_blocks() { return kHeadDim <= 32 ? 4 : (kHeadDim <= 64 ? 3 : 2); }
+// The one-group kernel for N <= 64 at d <= 32 (kWide): 3 CTAs per SM at up to 168 registers (164)
+// instead of 4 at 128, with 2 pipeline stages. H100, bf16, session 17 run 8: (4096,3,64) 0.101 ->
+// 0.099 ms, V1 (4096,3,49) 0.081 -> 0.078, the rest of N <= 64 unchanged; at N > 64 the same
+// allocation was 5-8 % slower for the one-group placements (no bias / mask: 4 CTAs of 128
+// registers there), so N > 64 keeps the 128-register instantiation; so does attention dropout
+// ((4096,3,49) 0.114-0.115 -> 0.117 ms with it, run 9).
+constexpr int kFwdWideMinBlocks = 3;
+template <int kHeadDim, bool kDropout> constexpr bool fwd_wide_used(int Npad, int groups) {
+    return kHeadDim <= 32 && !kDropout && Npad <= kTileN && groups == 1;
+}
 // Groups of 4 warps per CTA of the grouped kernel at most: the same register cap (128, 168 and 255
 // registers at d = 32, 64, 128).
 template <int kHeadDim> constexpr int fwd_max_groups() { return fwd_min_blocks<kHeadDim>(); }
@@ -75,9 +85,9 @@ FWA_DEVICE void group_sync(int group) {
 // kGrouped: the CTA is p.groups groups (the strip placement only); otherwise one group, compiled as
 // its own kernel (at d = 64 the grouped form's extra registers spilled under the same cap and ran
 // the one-group configurations ~10 % slower).
-template <typename Element, int kHeadDim, bool kDropout, bool kGrouped>
+template <typename Element, int kHeadDim, bool kDropout, bool kGrouped, bool kWide = false>
 __global__ void __launch_bounds__(kNumThreads * (kGrouped ? fwd_max_groups<kHeadDim>() : 1),
-                                  kGrouped ? 1 : fwd_min_blocks<kHeadDim>())
+                                  kGrouped ? 1 : (kWide ? kFwdWideMinBlocks : fwd_min_blocks<kHeadDim>()))
 window_attn_fwd_kernel(const FwdParams p) {
     using Tr = ElementTraits<Element>;
     using Shape = TileShape<kHeadDim>;
@@ -387,18 +397,27 @@ struct FwdPlan {
     size_t smem = 0;
 };
 
-// The kernel that runs `groups` groups per CTA: the grouped one for more than one.
+// The kernel that runs `groups` groups per CTA at this Npad: the grouped one for more than one, the
+// one-group kernel otherwise (its kWide instantiation where fwd_wide_used).
 template <typename Element, int kHeadDim, bool kDropout>
-cudaError_t prepare_fwd_kernel(size_t smem, int groups, int* ctas) {
-    return groups > 1 ? prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, true>>(smem, kNumThreads * groups, ctas)
-                      : prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>>(smem, kNumThreads, ctas);
+cudaError_t prepare_fwd_kernel(size_t smem, int groups, int Npad, int* ctas) {
+    if (groups > 1)
+        return prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, true>>(smem, kNumThreads * groups, ctas);
+    if constexpr (kHeadDim <= 32 && !kDropout) {
+        if (fwd_wide_used<kHeadDim, kDropout>(Npad, groups))
+            return prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, false, true>>(smem, kNumThreads, ctas);
+    }
+    return prepare_kernel<window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>>(smem, kNumThreads, ctas);
 }
 
 // Scores every (placement, groups, depth) that fits: most warps per SM first (the kernel is latency
 // bound: measured on H200, 2 stages with more CTAs beat deeper pipelines, e.g. N=576 fwd 0.77 -> 0.57
 // ms, and per-stage bm tiles at 3 CTAs beat a 2-CTA strip for N >= 144), then the strip (read once
 // per CTA instead of once per tile), then fewer groups per CTA (independent CTAs balance better),
-// then deeper pipelines. Only the strip is shared between groups, so per-stage tiles use one group.
+// then deeper pipelines (2 stages for the kWide kernel: 3 were 4 % slower, session 17 run 8). Only
+// the strip is shared between groups, so per-stage tiles use one group; at d <= 32 and N <= 64 the
+// kWide one-group kernel is planned alone (its 3 CTAs of 4 warps beat a grouped CTA of 16 warps:
+// (4096,3,64) 0.099 against 0.107 ms).
 template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t plan_fwd(int Npad, bool has_bm, FwdPlan* plan) {
     using Layout = FwdLayout<kHeadDim>;
@@ -408,16 +427,17 @@ cudaError_t plan_fwd(int Npad, bool has_bm, FwdPlan* plan) {
     for (int mode : modes) {
         if (!has_bm && mode == kBmTile) break;
         const int layout_mode = has_bm ? mode : kBmNone;
-        const int max_groups = layout_mode == kBmStrip ? kMaxGroups : 1;
+        const int max_groups = layout_mode == kBmStrip && !fwd_wide_used<kHeadDim, kDropout>(Npad, 1) ? kMaxGroups : 1;
         for (int groups = 1; groups <= max_groups; ++groups) {
+            const bool wide = fwd_wide_used<kHeadDim, kDropout>(Npad, groups);
             for (int stages = 2; stages <= kMaxStages; ++stages) {
                 const size_t smem = Layout::bytes(layout_mode, stages, groups, Npad);
                 if (smem > max_smem_per_block()) break;
                 int ctas = 0;
-                cudaError_t err = prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, &ctas);
+                cudaError_t err = prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, Npad, &ctas);
                 if (err != cudaSuccess) return err;
                 const int score = ctas * groups * 4 * 64 + (layout_mode == kBmTile ? 0 : 32) +
-                                  (kMaxGroups - groups) * 4 + stages;
+                                  (kMaxGroups - groups) * 4 + (wide ? kMaxStages - stages : stages);
                 if (score > best_score) {
                     best_score = score;
                     *plan = FwdPlan{layout_mode, stages, groups, ctas, smem};
@@ -468,7 +488,7 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
             const size_t smem = Layout::bytes(mode, stages, groups, p.Npad);
             int ctas = 0;
             if (smem <= max_smem_per_block() &&
-                prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, &ctas) == cudaSuccess &&
+                prepare_fwd_kernel<Element, kHeadDim, kDropout>(smem, groups, p.Npad, &ctas) == cudaSuccess &&
                 ctas > 0)
                 plan = FwdPlan{mode, stages, groups, ctas, smem};
         }
@@ -490,12 +510,20 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     window_attn_plan_chunks_balanced(p, num_sms(), plan.ctas, p.groups);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    if (p.groups > 1)
+    if (p.groups > 1) {
         window_attn_fwd_kernel<Element, kHeadDim, kDropout, true>
             <<<static_cast<unsigned>(grid), kNumThreads * p.groups, plan.smem, stream>>>(p);
-    else
-        window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>
-            <<<static_cast<unsigned>(grid), kNumThreads, plan.smem, stream>>>(p);
+        return cudaGetLastError();
+    }
+    if constexpr (kHeadDim <= 32 && !kDropout) {
+        if (fwd_wide_used<kHeadDim, kDropout>(p.Npad, 1)) {
+            window_attn_fwd_kernel<Element, kHeadDim, kDropout, false, true>
+                <<<static_cast<unsigned>(grid), kNumThreads, plan.smem, stream>>>(p);
+            return cudaGetLastError();
+        }
+    }
+    window_attn_fwd_kernel<Element, kHeadDim, kDropout, false>
+        <<<static_cast<unsigned>(grid), kNumThreads, plan.smem, stream>>>(p);
     return cudaGetLastError();
 }
 
