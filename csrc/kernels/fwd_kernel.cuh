@@ -11,7 +11,9 @@
 // N = 256 that slice is 5x the window's q, k and v bytes), or streamed as one 64x64 tile per stage
 // (one group). The launcher picks the placement, groups and depth that give the most warps per SM
 // (the kernel is latency bound), preferring the strip, then more CTAs, then more stages
-// (FWA_FWD_CONFIG="mode,stages[,groups]" overrides it for tuning experiments). Each warp owns 16
+// (FWA_FWD_CONFIG="mode,stages[,groups]" overrides it for tuning experiments); except at d <= 32
+// and N <= 64 without dropout, where the one-group kernel's kWide instantiation (3 CTAs per SM
+// with up to 168 registers, 2 stages) beats 16 warps per SM at 128 registers. Each warp owns 16
 // query rows; a window's q fragments stay in registers for all its key tiles. With attention
 // dropout (template parameter) the probabilities are masked after the row sums, before P v.
 // For V2 (cosine) the norms are applied as fp32 factors to the raw q kᵀ product: row factors in
