@@ -510,6 +510,16 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     }
     // One persistent wave: as many CTAs as fit, each walking a chunk of windows.
     window_attn_plan_chunks_balanced(p, num_sms(), plan.ctas, p.groups);
+    // Developer override for tuning experiments: FWA_FWD_CHUNKS=<n>, n chunks of windows per
+    // (m-block, head, bm window) instead of the planned count (clamped to [1, B / nW]).
+    if (const char* env = std::getenv("FWA_FWD_CHUNKS")) {
+        const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
+        const int64_t n = std::min<int64_t>(std::max<int64_t>(std::atoll(env), 1), std::max<int64_t>(nB, 1));
+        if (nB > 0 && env[0] != '\0') {
+            p.chunk = static_cast<int>((nB + n - 1) / n);
+            p.n_chunks = static_cast<int>((nB + p.chunk - 1) / p.chunk);
+        }
+    }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
     if (p.groups > 1) {
