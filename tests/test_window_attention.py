@@ -491,8 +491,8 @@ def test_cuda_forward_placements_in_subprocess(config):
     fits, so placements the default does not pick at these sizes are checked too; the first case
     gives each group several windows of the same bias+mask slice (the chunk's windows g, g + groups,
     ...), the others partial tiles, d < 32, d = 64 and a bias without a mask; the last N <= 64 at d = 32,
-    where the default is the one-group kernel's 3-CTA (kWide) instantiation, so the placements also
-    run the grouped and the 4-CTA one-group kernels there."""
+    where the default is the one-group kernel's 3-CTA (kWide) instantiation with the strip, so the
+    placements also run the grouped kernel and the kWide kernel with per-stage tiles there."""
     cases = [(1024, 1, 144, 32, "bfloat16", "v2", "shift", "normal"), (52, 3, 100, 32, "float16", "v1", "shift", "normal"),
              (44, 2, 256, 16, "bfloat16", "v2", "shift", "clustered"), (36, 2, 144, 64, "float16", "v2", "shift", "normal"),
              (30, 2, 200, 48, "bfloat16", "v2", None, "normal"), (64, 3, 49, 32, "bfloat16", "v2", "shift", "normal")]
