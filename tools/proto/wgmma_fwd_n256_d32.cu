@@ -1,0 +1,277 @@
+// Prototype (not part of the package; NOT YET RUN ON A GPU): the window forward at N = 256, d = 32
+// with Hopper warpgroup MMA and an exact (not online) softmax, to measure what such a kernel would
+// reach before writing it into csrc/ (benchmarks/NOTES.md, session 14 checklist item 1 and
+// session 17 checklist item 1). Standalone: no torch, its own CPU reference and CUDA-event timing.
+//
+//   out = softmax(S) v,  S = q kᵀ · scale + bm  (V1 with an additive bias+mask, bf16 in / out)
+//
+// One CTA = one warpgroup (128 threads) = one 64-row query block m of a chunk of windows that share
+// the bias+mask strip (64 x 256 fp32, loaded into shared memory once per CTA, like the product's
+// strip placement). Per window: S (64 x 256) = 2 x wgmma m64n256k16 (q, k from 64-byte-swizzled
+// shared tiles: d = 32 bf16 is one 64-byte row), the row max / sum over the whole row in registers
+// (128 fp32 per thread: the mma.sync C-fragment layout per warp), P packed to bf16 as the register
+// A operand of 16 x wgmma m64n32k16 with v read transposed (MN-major) from its swizzled tile. The
+// next window's q and k are copied while the softmax and P v run, its v while the next S runs.
+//
+// Build and run on the GPU machine (sm_90a):
+//   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -Icsrc -Itools/proto \
+//        tools/proto/wgmma_fwd_n256_d32.cu -o /tmp/proto && /tmp/proto [windows]
+// It prints the max error against a float64 CPU reference on a few windows and the median time per
+// call, to compare with the product's (1024, 6, 256) forward (6144 windows x heads: 0.436 ms bf16,
+// session 17; the bias+mask there differs per (head, window) slice, here one slice for all).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/wgmma.cuh"
+#include "wgmma_proto_ops.inc"
+
+using namespace fwa;
+
+namespace {
+
+constexpr int kN = 256, kD = 32, kM = 64, kThreads = 128;
+constexpr int kBmPitch = kN + 8;   // fp32 pitch of the strip (conflict-free float2 reads)
+// 64-byte swizzle: row r of a tile is 64 bytes (4 chunks of 16 bytes); chunk j sits at chunk
+// position j ^ ((r >> 1) & 3); the pattern repeats every 8 rows (512 bytes, tiles 512-aligned).
+constexpr uint32_t kQBytes = kM * 64, kKBytes = kN * 64, kVBytes = kN * 64;
+
+__device__ __forceinline__ uint32_t sw64_off(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
+// Shared-memory matrix descriptor, 64-byte swizzle (layout type 2 in bits 62-63).
+__device__ __forceinline__ uint64_t sw64_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
+           (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(2) << 62);
+}
+// K-major q / k: 8-row groups 512 bytes apart, a k16 step is 32 bytes into the 64-byte row.
+__device__ __forceinline__ uint64_t qk_desc64(uint32_t tile, int ks) { return sw64_desc(tile + ks * 32, 16, 512); }
+// MN-major v (keys along K, d along N): 8-key groups 512 bytes apart; one 32-column panel; a k16
+// step is 16 keys = 1024 bytes.
+__device__ __forceinline__ uint64_t v_desc64(uint32_t tile, int kk) { return sw64_desc(tile + kk * 1024, kVBytes, 512); }
+
+__device__ __forceinline__ void copy_rows_sw64(uint32_t tile, const __nv_bfloat16* src, int rows, int tid) {
+    for (int c = tid; c < rows * 4; c += kThreads) {
+        const int r = c >> 2, j = c & 3;
+        cp_async_16(tile + sw64_off(r, j), src + r * kD + j * 8, 16);
+    }
+}
+
+struct ProtoParams {
+    const __nv_bfloat16 *q, *k, *v;   // (W, N, D) contiguous
+    __nv_bfloat16* out;                // (W, N, D)
+    const float* bm;                   // (N, N), already multiplied by log2(e)
+    int W;
+    float scale_log2;                  // scale * log2(e)
+};
+
+__global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParams p) {
+#if FWA_HAS_WGMMA
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ = base, sK = sQ + kQBytes, sV = sK + kKBytes;
+    float* sBm = reinterpret_cast<float*>(smem_raw + (sV + kVBytes - smem_u32(smem_raw)));
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int m = blockIdx.x % (kN / kM);
+    const int stride = gridDim.x / (kN / kM);
+    int w = blockIdx.x / (kN / kM);
+    if (w >= p.W) return;
+
+    for (int c = tid; c < kM * (kN / 4); c += kThreads) {
+        const int r = c / (kN / 4), cc = (c % (kN / 4)) * 4;
+        cp_async_16(smem_u32(sBm + r * kBmPitch + cc), p.bm + (m * kM + r) * kN + cc, 16);
+    }
+    auto issue_qk = [&](int win) {
+        copy_rows_sw64(sQ, p.q + (int64_t(win) * kN + m * kM) * kD, kM, tid);
+        copy_rows_sw64(sK, p.k + int64_t(win) * kN * kD, kN, tid);
+    };
+    auto issue_v = [&](int win) { copy_rows_sw64(sV, p.v + int64_t(win) * kN * kD, kN, tid); };
+    issue_qk(w);
+    cp_async_commit();
+    issue_v(w);
+    cp_async_commit();
+
+    for (; w < p.W; w += stride) {
+        const int next = w + stride;
+        cp_async_wait<1>();   // q, k (and the strip) landed; v may still be in flight
+        fence_proxy_async_smem();
+        __syncthreads();
+
+        float s[kN / 8][4];
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kD / 16; ++ks) wgmma_m64n256k16_ss_bf16(s, qk_desc64(sQ, ks), qk_desc64(sK, ks), ks > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operand(s);
+        __syncthreads();   // every warp's S is done: q and k may be overwritten
+        if (next < p.W) issue_qk(next);
+        cp_async_commit();
+
+        // exact softmax over the 256 keys of this thread's two rows
+        float inv_l[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float* bm_row = sBm + (warp * 16 + g + 8 * r) * kBmPitch + 2 * t4;
+            float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < kN / 8; ++nt) {
+                const float2 b = *reinterpret_cast<const float2*>(bm_row + nt * 8);
+                const float x0 = fmaf(s[nt][2 * r], p.scale_log2, b.x), x1 = fmaf(s[nt][2 * r + 1], p.scale_log2, b.y);
+                s[nt][2 * r] = x0;
+                s[nt][2 * r + 1] = x1;
+                if (nt & 1) mx1 = fmaxf(mx1, fmaxf(x0, x1));
+                else mx0 = fmaxf(mx0, fmaxf(x0, x1));
+            }
+            float mx = quad_max(fmaxf(mx0, mx1));
+            mx = mx == -INFINITY ? 0.f : mx;
+            float l0 = 0.f, l1 = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kN / 8; ++nt) {
+                const float e0 = fast_exp2(s[nt][2 * r] - mx), e1 = fast_exp2(s[nt][2 * r + 1] - mx);
+                s[nt][2 * r] = e0;
+                s[nt][2 * r + 1] = e1;
+                if (nt & 1) l1 += e0 + e1;
+                else l0 += e0 + e1;
+            }
+            const float l = quad_sum(l0 + l1);
+            inv_l[r] = l > 0.f ? 1.f / l : 0.f;
+        }
+        uint32_t a[kN / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < kN / 16; ++kk) {
+            a[kk][0] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][0], s[2 * kk][1]);
+            a[kk][1] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][2], s[2 * kk][3]);
+            a[kk][2] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            a[kk][3] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        }
+
+        cp_async_wait<1>();   // v landed (the q, k copies just issued may be in flight)
+        fence_proxy_async_smem();
+        __syncthreads();
+        float o[kD / 8][4];
+#pragma unroll
+        for (int i = 0; i < kD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kN / 16; ++kk) wgmma_m64n32k16_rs_tb_bf16(o, a[kk], v_desc64(sV, kk), 1);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operand(o);
+        __syncthreads();   // every warp's P v is done: v may be overwritten
+        if (next < p.W) issue_v(next);
+        cp_async_commit();
+
+        __nv_bfloat16* out = p.out + (int64_t(w) * kN + m * kM + warp * 16) * kD;
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+            for (int i = 0; i < kD / 8; ++i)
+                *reinterpret_cast<uint32_t*>(out + (g + 8 * r) * kD + i * 8 + 2 * t4) =
+                    ElementTraits<__nv_bfloat16>::pack(o[i][2 * r] * inv_l[r], o[i][2 * r + 1] * inv_l[r]);
+    }
+#else
+    __trap();
+#endif
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int W = argc > 1 ? std::atoi(argv[1]) : 6144;
+    const float scale = 1.f / std::sqrt(float(kD));
+    std::vector<__nv_bfloat16> hq(size_t(W) * kN * kD), hk(hq.size()), hv(hq.size());
+    std::vector<float> hbm(kN * kN);
+    uint64_t st = 12345;
+    auto rnd = [&]() { st = st * 6364136223846793005ull + 1442695040888963407ull; return float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f; };
+    for (auto& x : hq) x = __float2bfloat16(2.f * rnd());
+    for (auto& x : hk) x = __float2bfloat16(2.f * rnd());
+    for (auto& x : hv) x = __float2bfloat16(rnd());
+    for (int i = 0; i < kN; ++i)
+        for (int j = 0; j < kN; ++j) hbm[i * kN + j] = (4.f * rnd() + ((i / 64 + j / 64) % 3 == 0 ? -100.f : 0.f)) * 1.4426950408889634f;
+
+    __nv_bfloat16 *dq, *dk, *dv, *dout;
+    float* dbm;
+    const size_t bytes = hq.size() * sizeof(__nv_bfloat16);
+    check(cudaMalloc(&dq, bytes), "malloc");
+    check(cudaMalloc(&dk, bytes), "malloc");
+    check(cudaMalloc(&dv, bytes), "malloc");
+    check(cudaMalloc(&dout, bytes), "malloc");
+    check(cudaMalloc(&dbm, hbm.size() * sizeof(float)), "malloc");
+    check(cudaMemcpy(dq, hq.data(), bytes, cudaMemcpyHostToDevice), "copy");
+    check(cudaMemcpy(dk, hk.data(), bytes, cudaMemcpyHostToDevice), "copy");
+    check(cudaMemcpy(dv, hv.data(), bytes, cudaMemcpyHostToDevice), "copy");
+    check(cudaMemcpy(dbm, hbm.data(), hbm.size() * sizeof(float), cudaMemcpyHostToDevice), "copy");
+    check(cudaMemset(dout, 0xFF, bytes), "poison");   // NaN pattern: unwritten outputs show
+
+    const size_t smem = 1024 + kQBytes + kKBytes + kVBytes + size_t(kM) * kBmPitch * sizeof(float);
+    check(cudaFuncSetAttribute(proto_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
+    int ctas = 0, sms = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_fwd_kernel, kThreads, smem), "occupancy");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int grid = std::min(sms * ctas / 4 * 4, W * 4);
+    ProtoParams p{dq, dk, dv, dout, dbm, W, scale * 1.4426950408889634f};
+    std::printf("smem %zu B, %d CTAs/SM, grid %d\n", smem, ctas, grid);
+
+    proto_fwd_kernel<<<grid, kThreads, smem>>>(p);
+    check(cudaGetLastError(), "launch");
+    check(cudaDeviceSynchronize(), "run");
+    std::vector<__nv_bfloat16> ho(hq.size());
+    check(cudaMemcpy(ho.data(), dout, bytes, cudaMemcpyDeviceToHost), "copy back");
+
+    // float64 reference on a few windows
+    double max_err = 0.0;
+    const int check_w[4] = {0, 1, W / 2, W - 1};
+    for (int wi : check_w) {
+        for (int i = 0; i < kN; ++i) {
+            std::vector<double> srow(kN);
+            double mx = -1e300;
+            for (int j = 0; j < kN; ++j) {
+                double acc = 0.0;
+                for (int c = 0; c < kD; ++c)
+                    acc += double(__bfloat162float(hq[(size_t(wi) * kN + i) * kD + c])) *
+                           double(__bfloat162float(hk[(size_t(wi) * kN + j) * kD + c]));
+                srow[j] = acc * scale + double(hbm[i * kN + j]) / 1.4426950408889634;
+                mx = std::max(mx, srow[j]);
+            }
+            double l = 0.0;
+            for (int j = 0; j < kN; ++j) l += (srow[j] = std::exp(srow[j] - mx));
+            for (int c = 0; c < kD; ++c) {
+                double o = 0.0;
+                for (int j = 0; j < kN; ++j) o += srow[j] / l * double(__bfloat162float(hv[(size_t(wi) * kN + j) * kD + c]));
+                const double got = double(__bfloat162float(ho[(size_t(wi) * kN + i) * kD + c]));
+                const double err = std::isnan(got) ? 1e30 : std::fabs(got - o);
+                max_err = std::max(max_err, err);
+            }
+        }
+    }
+    std::printf("max |out - ref64| over 4 windows: %.3e (bf16 output rounding ~4e-3 at |out| <= 1)\n", max_err);
+
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> ms;
+    for (int it = 0; it < 30; ++it) {
+        cudaEventRecord(a);
+        proto_fwd_kernel<<<grid, kThreads, smem>>>(p);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float t = 0.f;
+        cudaEventElapsedTime(&t, a, b);
+        if (it >= 5) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("W = %d windows: median %.4f ms (min %.4f)\n", W, ms[ms.size() / 2], ms.front());
+    return 0;
+}
