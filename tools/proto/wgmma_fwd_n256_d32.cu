@@ -35,7 +35,10 @@ using namespace fwa;
 
 namespace {
 
-constexpr int kN = 256, kD = 32, kM = 64, kThreads = 128;
+#ifndef PROTO_GROUPS
+#define PROTO_GROUPS 1
+#endif
+constexpr int kN = 256, kD = 32, kM = 64, kThreads = 128, kGroups = PROTO_GROUPS;
 constexpr int kBmPitch = kN + 8;   // fp32 pitch of the strip (conflict-free float2 reads)
 // 64-byte swizzle: row r of a tile is 64 bytes (4 chunks of 16 bytes); chunk j sits at chunk
 // position j ^ ((r >> 1) & 3); the pattern repeats every 8 rows (512 bytes, tiles 512-aligned).
@@ -51,7 +54,11 @@ __device__ __forceinline__ uint64_t sw64_desc(uint32_t addr, uint32_t lbo, uint3
 __device__ __forceinline__ uint64_t qk_desc64(uint32_t tile, int ks) { return sw64_desc(tile + ks * 32, 16, 512); }
 // MN-major v (keys along K, d along N): 8-key groups 512 bytes apart; one 32-column panel; a k16
 // step is 16 keys = 1024 bytes.
+#ifdef PROTO_V_SWAP   // fallback hypothesis: the 8-key group stride in the leading offset
+__device__ __forceinline__ uint64_t v_desc64(uint32_t tile, int kk) { return sw64_desc(tile + kk * 1024, 512, kVBytes); }
+#else
 __device__ __forceinline__ uint64_t v_desc64(uint32_t tile, int kk) { return sw64_desc(tile + kk * 1024, kVBytes, 512); }
+#endif
 
 __device__ __forceinline__ void copy_rows_sw64(uint32_t tile, const __nv_bfloat16* src, int rows, int tid) {
     for (int c = tid; c < rows * 4; c += kThreads) {
@@ -66,25 +73,32 @@ struct ProtoParams {
     const float* bm;                   // (N, N), already multiplied by log2(e)
     int W;
     float scale_log2;                  // scale * log2(e)
+    float* sdump;                      // if set: raw q k^T of window 0 (N x N fp32), a diagnostic
 };
 
-__global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParams p) {
+__device__ __forceinline__ void group_bar(int group) { asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kThreads) : "memory"); }
+
+__global__ void __launch_bounds__(kThreads * kGroups, 1) proto_fwd_kernel(const ProtoParams p) {
 #if FWA_HAS_WGMMA
     extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const int group = threadIdx.x / kThreads;
     const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const uint32_t sQ = base, sK = sQ + kQBytes, sV = sK + kKBytes;
-    float* sBm = reinterpret_cast<float*>(smem_raw + (sV + kVBytes - smem_u32(smem_raw)));
+    const uint32_t sQ = base + group * (kQBytes + kKBytes + kVBytes), sK = sQ + kQBytes, sV = sK + kKBytes;
+    float* sBm = reinterpret_cast<float*>(smem_raw + (base + kGroups * (kQBytes + kKBytes + kVBytes) - smem_u32(smem_raw)));
 
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int tid = threadIdx.x % kThreads, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const int m = blockIdx.x % (kN / kM);
-    const int stride = gridDim.x / (kN / kM);
-    int w = blockIdx.x / (kN / kM);
-    if (w >= p.W) return;
+    const int stride = gridDim.x / (kN / kM) * kGroups;
+    int w = blockIdx.x / (kN / kM) * kGroups + group;
 
-    for (int c = tid; c < kM * (kN / 4); c += kThreads) {
+    for (int c = threadIdx.x; c < kM * (kN / 4); c += kThreads * kGroups) {
         const int r = c / (kN / 4), cc = (c % (kN / 4)) * 4;
         cp_async_16(smem_u32(sBm + r * kBmPitch + cc), p.bm + (m * kM + r) * kN + cc, 16);
     }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    if (w >= p.W) return;
     auto issue_qk = [&](int win) {
         copy_rows_sw64(sQ, p.q + (int64_t(win) * kN + m * kM) * kD, kM, tid);
         copy_rows_sw64(sK, p.k + int64_t(win) * kN * kD, kN, tid);
@@ -99,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParam
         const int next = w + stride;
         cp_async_wait<1>();   // q, k (and the strip) landed; v may still be in flight
         fence_proxy_async_smem();
-        __syncthreads();
+        group_bar(group);
 
         float s[kN / 8][4];
         wgmma_fence();
@@ -108,7 +122,14 @@ __global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParam
         wgmma_commit();
         wgmma_wait<0>();
         wgmma_fence_operand(s);
-        __syncthreads();   // every warp's S is done: q and k may be overwritten
+        if (p.sdump != nullptr && w == 0) {
+#pragma unroll
+            for (int nt = 0; nt < kN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    p.sdump[(m * kM + warp * 16 + g + 8 * (e >> 1)) * kN + nt * 8 + 2 * t4 + (e & 1)] = s[nt][e];
+        }
+        group_bar(group);   // every warp's S is done: q and k may be overwritten
         if (next < p.W) issue_qk(next);
         cp_async_commit();
 
@@ -152,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParam
 
         cp_async_wait<1>();   // v landed (the q, k copies just issued may be in flight)
         fence_proxy_async_smem();
-        __syncthreads();
+        group_bar(group);
         float o[kD / 8][4];
 #pragma unroll
         for (int i = 0; i < kD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
@@ -162,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 1) proto_fwd_kernel(const ProtoParam
         wgmma_commit();
         wgmma_wait<0>();
         wgmma_fence_operand(o);
-        __syncthreads();   // every warp's P v is done: v may be overwritten
+        group_bar(group);   // every warp's P v is done: v may be overwritten
         if (next < p.W) issue_v(next);
         cp_async_commit();
 
@@ -215,18 +236,34 @@ int main(int argc, char** argv) {
     check(cudaMemcpy(dbm, hbm.data(), hbm.size() * sizeof(float), cudaMemcpyHostToDevice), "copy");
     check(cudaMemset(dout, 0xFF, bytes), "poison");   // NaN pattern: unwritten outputs show
 
-    const size_t smem = 1024 + kQBytes + kKBytes + kVBytes + size_t(kM) * kBmPitch * sizeof(float);
+    const size_t smem = 1024 + kGroups * (kQBytes + kKBytes + kVBytes) + size_t(kM) * kBmPitch * sizeof(float);
     check(cudaFuncSetAttribute(proto_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
     int ctas = 0, sms = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_fwd_kernel, kThreads, smem), "occupancy");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
-    const int grid = std::min(sms * ctas / 4 * 4, W * 4);
-    ProtoParams p{dq, dk, dv, dout, dbm, W, scale * 1.4426950408889634f};
-    std::printf("smem %zu B, %d CTAs/SM, grid %d\n", smem, ctas, grid);
+    const int grid = std::min(sms * ctas / 4 * 4, (W + kGroups - 1) / kGroups * 4);
+    float* dsd;
+    check(cudaMalloc(&dsd, size_t(kN) * kN * sizeof(float)), "malloc");
+    ProtoParams p{dq, dk, dv, dout, dbm, W, scale * 1.4426950408889634f, dsd};
+    std::printf("groups %d: smem %zu B, %d CTAs/SM, grid %d\n", kGroups, smem, ctas, grid);
 
-    proto_fwd_kernel<<<grid, kThreads, smem>>>(p);
+    proto_fwd_kernel<<<grid, kThreads * kGroups, smem>>>(p);
     check(cudaGetLastError(), "launch");
     check(cudaDeviceSynchronize(), "run");
+    {
+        std::vector<float> hs(size_t(kN) * kN);
+        check(cudaMemcpy(hs.data(), dsd, hs.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy S");
+        double es = 0.0;
+        for (int i = 0; i < kN; ++i)
+            for (int j = 0; j < kN; ++j) {
+                double acc = 0.0;
+                for (int c = 0; c < kD; ++c)
+                    acc += double(__bfloat162float(hq[size_t(i) * kD + c])) * double(__bfloat162float(hk[size_t(j) * kD + c]));
+                es = std::max(es, std::fabs(acc - double(hs[size_t(i) * kN + j])));
+            }
+        std::printf("diagnostic: max |S - q k^T| on window 0: %.3e (fp32 accumulation ~1e-5)\n", es);
+    }
+    p.sdump = nullptr;
     std::vector<__nv_bfloat16> ho(hq.size());
     check(cudaMemcpy(ho.data(), dout, bytes, cudaMemcpyDeviceToHost), "copy back");
 
@@ -264,7 +301,7 @@ int main(int argc, char** argv) {
     std::vector<float> ms;
     for (int it = 0; it < 30; ++it) {
         cudaEventRecord(a);
-        proto_fwd_kernel<<<grid, kThreads, smem>>>(p);
+        proto_fwd_kernel<<<grid, kThreads * kGroups, smem>>>(p);
         cudaEventRecord(b);
         cudaEventSynchronize(b);
         float t = 0.f;
