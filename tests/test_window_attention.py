@@ -492,11 +492,43 @@ def test_cuda_forward_placements_in_subprocess(config):
     gives each group several windows of the same bias+mask slice (the chunk's windows g, g + groups,
     ...), the others partial tiles, d < 32, d = 64 and a bias without a mask; the last N <= 64 at d = 32,
     where the default is the one-group kernel's 3-CTA (kWide) instantiation with the strip, so the
-    placements also run the grouped kernel and the kWide kernel with per-stage tiles there."""
+    placements also run the grouped kernel and the kWide kernel with per-stage tiles there.
+    FWA_WINDOW_WGMMA=0: on sm_90a the N > 64, d <= 32 cases would otherwise run the wgmma forward
+    (test_cuda_wgmma_forward_in_subprocess), which has no such placements."""
     cases = [(1024, 1, 144, 32, "bfloat16", "v2", "shift", "normal"), (52, 3, 100, 32, "float16", "v1", "shift", "normal"),
              (44, 2, 256, 16, "bfloat16", "v2", "shift", "clustered"), (36, 2, 144, 64, "float16", "v2", "shift", "normal"),
              (30, 2, 200, 48, "bfloat16", "v2", None, "normal"), (64, 3, 49, 32, "bfloat16", "v2", "shift", "normal")]
-    _check_problems_in_child(cases, 500, {"FWA_FWD_CONFIG": config}, f"forward placement {config}")
+    _check_problems_in_child(cases, 500, {"FWA_FWD_CONFIG": config, "FWA_WINDOW_WGMMA": "0"},
+                             f"forward placement {config}")
+
+
+# 64 < N <= 256 at d <= 32: every Npad (128, 192, 256) with partial last query and key blocks,
+# d < 32 (zero-filled columns), V1 / V2, with and without bias+mask, a mask with fully masked
+# (-inf) rows, clustered values, both dtypes, packed (strided) and contiguous layouts.
+_WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 144, 32, "float16", "v2", "shift", "normal"),
+                    (24, 2, 100, 24, "bfloat16", "v1", "shift", "normal"), (16, 3, 65, 32, "float16", "v2", None, "normal"),
+                    (20, 2, 192, 16, "bfloat16", "v1", None, "clustered"), (16, 2, 200, 32, "float16", "v2", "dead", "normal"),
+                    (12, 2, 255, 32, "bfloat16", "v2", "shift", "clustered"), (16, 2, 129, 32, "float16", "v1", "shift", "normal"),
+                    (8, 4, 128, 32, "bfloat16", "v2", None, "normal"), (36, 1, 256, 24, "float16", "v1", "shift", "clustered")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("groups", ["plan", "1", "2", "3", "4"])
+def test_cuda_wgmma_forward_in_subprocess(groups):
+    """On sm_90a the forward at 64 < N <= 256 and d <= 32 (no dropout) runs on warpgroup MMA with an
+    online softmax over 64-key blocks (fwd_wgmma_kernel.cuh); its launcher picks 1 to 4 warpgroups per CTA
+    sharing the bias+mask strip, and FWA_FWD_WG forces each, so every form is checked (forward and
+    the backward that reads its lse) against float64. Elsewhere these problems run the mma.sync
+    forward and the test checks that."""
+    env = {} if groups == "plan" else {"FWA_FWD_WG": groups}
+    _check_problems_in_child(_WGMMA_FWD_CASES, 700, env, f"wgmma forward, groups {groups}")
+
+
+@pytest.mark.cuda
+def test_cuda_mma_sync_forward_at_wgmma_shapes_in_subprocess():
+    """FWA_WINDOW_WGMMA=0 keeps the mma.sync forward at the shapes the wgmma forward takes on sm_90a
+    (the fallback of every other GPU and of d > 32): the same problems, checked against float64."""
+    _check_problems_in_child(_WGMMA_FWD_CASES, 700, {"FWA_WINDOW_WGMMA": "0"}, "mma.sync forward at N <= 256")
 
 
 @pytest.mark.cuda

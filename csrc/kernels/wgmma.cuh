@@ -17,7 +17,8 @@
 namespace fwa {
 
 // Matrix descriptor: start address, leading / stride byte offsets (all in 16-byte units), swizzle
-// mode (0 none, 1 128-byte), base offset 0 (128-byte-swizzled tiles start 1024-byte aligned).
+// mode (0 none, 1 128-byte, 2 64-byte), base offset 0 (swizzled tiles start aligned to their
+// swizzle pattern: 1024 bytes for 128-byte rows, 512 for 64-byte rows).
 FWA_DEVICE uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle = 0) {
     return uint64_t((smem_addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
            (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(swizzle) << 62);
@@ -56,19 +57,25 @@ FWA_DEVICE void wgmma_s64(float (&d)[8][4], uint64_t da, uint64_t db, int acc) {
     if constexpr (std::is_same<Element, __half>::value) wgmma_m64n64k16_ss_f16(d, da, db, acc);
     else wgmma_m64n64k16_ss_bf16(d, da, db, acc);
 }
-// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64 or 128.
+// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64, 96, 128, 192 or 256.
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 64 || kN == 128, "64 or 128 keys");
+    static_assert(kN == 64 || kN == 96 || kN == 128 || kN == 192 || kN == 256, "64, 96, 128, 192 or 256 keys");
     if constexpr (kN == 64) wgmma_s64<Element>(d, da, db, acc);
-    else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
+    else if constexpr (kN == 96) { if constexpr (kHalf) wgmma_m64n96k16_ss_f16(d, da, db, acc); else wgmma_m64n96k16_ss_bf16(d, da, db, acc); }
+    else if constexpr (kN == 128) { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
+    else if constexpr (kN == 192) { if constexpr (kHalf) wgmma_m64n192k16_ss_f16(d, da, db, acc); else wgmma_m64n192k16_ss_bf16(d, da, db, acc); }
+    else { if constexpr (kHalf) wgmma_m64n256k16_ss_f16(d, da, db, acc); else wgmma_m64n256k16_ss_bf16(d, da, db, acc); }
 }
+// O (64 x kN) (+)= P V, P from registers, V (16 x kN) MN-major in shared memory; kN = the head
+// dim, 64 or 128, or 40 (head dim 32 and 8 columns of ones: the row sums of P).
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 64 || kN == 128, "head dim 64 or 128");
-    if constexpr (kN == 64) { if constexpr (kHalf) wgmma_m64n64k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n64k16_rs_tb_bf16(d, a, db, acc); }
+    static_assert(kN == 40 || kN == 64 || kN == 128, "40, 64 or 128 columns");
+    if constexpr (kN == 40) { if constexpr (kHalf) wgmma_m64n40k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n40k16_rs_tb_bf16(d, a, db, acc); }
+    else if constexpr (kN == 64) { if constexpr (kHalf) wgmma_m64n64k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n64k16_rs_tb_bf16(d, a, db, acc); }
     else { if constexpr (kHalf) wgmma_m64n128k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n128k16_rs_tb_bf16(d, a, db, acc); }
 }
 

@@ -2,6 +2,7 @@
 // and the two small auxiliary kernels: the padded bias+mask builder and the fixed-order reduction
 // of the per-CTA dbias / dalpha partials (which is what keeps the backward deterministic).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
@@ -111,6 +112,33 @@ void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm
         }
     }
     chunk_plan_set(p, nB, best_n);
+}
+
+bool window_fwd_wgmma_enabled() {
+#ifdef FWA_SM90A_BUILT
+    static const bool allowed = [] {
+        const char* e = std::getenv("FWA_WINDOW_WGMMA");
+        return e == nullptr || e[0] != '0';
+    }();
+    if (!allowed) return false;
+    // per device: 0 = not asked yet, 1 = no, 2 = yes
+    static std::atomic<int> cache[kMaxDevices] = {};
+    const int dev = current_device();
+    int v = cache[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return false;
+        }
+        v = major == 9 && minor == 0 ? 2 : 1;
+        cache[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
+#else
+    return false;
+#endif
 }
 
 cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {

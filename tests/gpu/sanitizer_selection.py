@@ -114,6 +114,12 @@ def selection(profile: str, num_sms: int) -> List[Dict[str, object]]:
             # windows per group
             _p("fp16-many-windows-tiled-d64", many // 2, 1, 100, 64, "fp16", version="v2", bias="hnn",
                mask="shift", nW=2),
+            # the wgmma forward (sm_90a, 64 < N <= 256, d <= 32): several windows per warpgroup,
+            # partial key blocks, no bias / mask (the synthesized strip), d < 32
+            _p("bf16-many-windows-wgmma-N256", many // 8, 1, 256, 32, "bf16", version="v2", bias="hnn",
+               mask="shift", nW=2),
+            _p("fp16-many-windows-wgmma-N144-d24", many // 8, 1, 144, 24, "fp16", version="v1", bias=None,
+               mask=None),
             _p("fp32-small", 2, 1, 49, 32, "fp32", version="v2", bias="hnn", mask="shift", nW=2),
             _p("fp32-big", 1, 1, 300, 128, "fp32", version="v1", bias="hnn", mask="dead", nW=1),
             _p("fp32-N1024-d16", 1, 1, 1024, 16, "fp32", version="v2", bias=None, mask="shift", nW=1),

@@ -1,0 +1,452 @@
+// Window-attention forward on Hopper warpgroup MMA (sm_90a) for head dim <= 32 and
+// 64 < N <= 256 (Npad 128, 192, 256), without attention dropout.
+//
+//   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key blocks), out = P v, lse = log Σ exp S
+//
+// One warpgroup (4 warps, 128 threads) owns 64 query rows of a window. Its q and all Npad keys
+// of k and v are in shared memory (64-byte rows: d = 32 at 16 bits, 64-byte swizzle); per 64-key
+// block: S = 2 wgmma m64n64k16 (q, k from shared memory), the logits and an online softmax in
+// registers, then P (packed to 16 bits in registers, the wgmma A operand) times [v | 1] with 4
+// wgmma m64n40k16 (v read transposed from shared memory; the 8 extra columns are ones, so the
+// tensor cores also return the row sums of P as packed, the P that multiplies v). For V2 the row
+// and key norms come from the diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ (wgmma, fp32
+// sums of exact products) and are applied as fp32 factors of the raw q kᵀ, as in the mma.sync
+// kernel (q and k are never re-rounded after normalisation).
+//
+// Work split as in the grouped mma.sync kernel: a CTA owns one (64-row query block, head h, bm
+// window w) and a chunk of the windows b = w + nW * t sharing that bias+mask slice; its `groups`
+// warpgroups (up to 4) take the chunk's windows group, group + groups, ...; the bias+mask strip of
+// the block's 64 rows (fp32, log2 units, Npad columns, padded keys -inf) is loaded into shared
+// memory once per CTA and read by every warpgroup. Per warpgroup: its own q / k / v tiles; q and k
+// of the next window are copied while this window's last softmax and P v run, v while the next S
+// runs. Without bias and mask the strip is 0 / -inf (padded keys), for V1 the key factors are 1:
+// one code path for every mode.
+//
+// H100, bf16, V2 with bias and mask (session 18 run 9): (1024, 6, 256) 0.401 ms against the
+// mma.sync kernel's 0.443, (512, 4, 144) 0.098 against 0.106, N = 100 ~12 % faster. The kernel
+// issues ~2000 instructions per warp and window at N = 256 (the mma.sync one ~2950) at ~60 % of
+// the issue slots: latency bound with 4 warps per scheduler. (tools/proto/wgmma_fwd_n256_d32.cu,
+// V1 with one strip and S for all 256 keys at once, ran 0.261 ms for 6144 windows; the product's
+// V2 factors, norms, strided copies, partial blocks and lse cost the difference.)
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <type_traits>
+
+#include "launch_utils.h"
+#include "warp_mma.cuh"
+#include "wgmma.cuh"
+#include "window_attn.h"
+
+namespace fwa {
+
+constexpr int kFwdWgThreads = 128;    // one warpgroup
+// Warpgroups per CTA at most: 4 at up to 128 registers (16 warps per SM with the strip; 3 at up
+// to 168 registers with 128- and 96-key S blocks were 4-9 % slower at N = 144 and 256, 5 %
+// faster at N = 100: session 18 run 9).
+constexpr int kFwdWgMaxGroups = 4;
+
+template <int kKeys> struct FwdWgmmaLayout {
+    static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 128, 192 or 256");
+    static constexpr uint32_t kRowBytes = 64;                 // 32 16-bit elements
+    static constexpr uint32_t kQBytes = kTileM * kRowBytes;
+    static constexpr uint32_t kKBytes = kKeys * kRowBytes;
+    static constexpr uint32_t kVBytes = kKeys * kRowBytes;
+    static constexpr uint32_t kKinvBytes = kKeys * sizeof(float);
+    // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and key inverse norms
+    static constexpr uint32_t kGroupBytes = (kQBytes + kKBytes + kVBytes + kKinvBytes + 1023u) / 1024u * 1024u;
+    static constexpr int kBmPitch = kKeys + 8;                // fp32 pitch of the strip (float2 reads)
+    static constexpr size_t kStripBytes = size_t(kTileM) * kBmPitch * sizeof(float);
+    // 16 rows of ones (one k16 step of the second 32-column panel of [v | 1]), 1024-aligned
+    static constexpr size_t kOnesBytes = 1024;
+    static FWA_HOST_DEVICE size_t strip_offset(int groups) { return size_t(groups) * kGroupBytes; }
+    static FWA_HOST_DEVICE size_t ones_offset(int groups) { return (strip_offset(groups) + kStripBytes + 1023) / 1024 * 1024; }
+    static size_t bytes(int groups) { return 1024 /* alignment slack */ + ones_offset(groups) + kOnesBytes; }
+};
+
+// Byte offset of 16-byte chunk j of row r in a 64-byte-swizzled tile.
+FWA_DEVICE uint32_t sw64_offset(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
+// K-major q / k operand, k16 step ks: 8-row groups 512 bytes apart; the step is 32 bytes into the
+// 64-byte rows (the swizzle is applied by the hardware to the full address).
+FWA_DEVICE uint64_t fwd_wg_qk_desc(uint32_t tile, int ks) { return wgmma_desc(tile + ks * 32, 16, 512, 2); }
+// MN-major [v | 1] operand (keys along K, head dim along N), k16 step kk = 16 keys = 1024 bytes;
+// 8-key groups 512 bytes apart; the second 32-column panel (columns 32..39 of the m64n40k16: the
+// row sums of P) is `ones` (all 1, so its swizzle does not matter), the leading byte offset away.
+FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, int kk, uint32_t ones) {
+    const uint32_t start = tile + kk * 1024;
+    return wgmma_desc(start, ones - start, 512, 2);
+}
+
+FWA_DEVICE void fwd_wg_sync(int group) {
+    asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kFwdWgThreads) : "memory");
+}
+
+template <typename Element, int kKeys>
+__global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
+window_attn_fwd_wgmma_kernel(const FwdParams p) {
+#if FWA_HAS_WGMMA
+    using Tr = ElementTraits<Element>;
+    using Layout = FwdWgmmaLayout<kKeys>;
+    // Keys per S block: 64 (32 fp32 per thread), which fits the 128-register cap of 4 warpgroups
+    // per CTA; S for all 256 keys at once spilled S itself even at 168 registers.
+    constexpr int kBN = 64;
+    constexpr int kTiles = kKeys / kBN;
+    constexpr int kNT = kBN / 8;      // n8 tiles of an S block per thread row pair
+    constexpr int kKK = kBN / 16;     // k16 steps of P v per block
+
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    const int groups = p.groups;
+    const int group = threadIdx.x / kFwdWgThreads;
+    const uint32_t sQ = base + group * Layout::kGroupBytes, sK = sQ + Layout::kQBytes, sV = sK + Layout::kKBytes;
+    float* kinv = reinterpret_cast<float*>(smem_raw + (sV + Layout::kVBytes - raw));
+    float* sBm = reinterpret_cast<float*>(smem_raw + (base + Layout::strip_offset(groups) - raw));
+    const uint32_t sOnes = base + static_cast<uint32_t>(Layout::ones_offset(groups));
+
+    const int tid = threadIdx.x % kFwdWgThreads, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+
+    int64_t bid = blockIdx.x;
+    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
+    const int h = static_cast<int>(bid % p.H); bid /= p.H;
+    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
+    const int chunk_id = static_cast<int>(bid);
+    const int nB = p.B / p.nW;
+    const int t_begin = chunk_id * p.chunk;
+    const int t_end = min(t_begin + p.chunk, nB);
+    if (t_begin >= t_end) return;   // the whole CTA
+
+    const int N = p.N, d = p.d;
+    const int row0 = m_block * kTileM;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+
+    // The strip: rows row0 .. row0 + 63 of the padded bm slice (all Npad = kKeys columns), loaded by
+    // the CTA; without bias and mask, 0 for the keys < N and -inf for the padded ones, so that one
+    // softmax serves every mode (with a variant per mode, their register assignments of S were
+    // merged after the softmax with ~400 moves per window; with a loop per mode the registers
+    // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
+    if (has_bm) {
+        constexpr int kChunksPerRow = kKeys / 4;
+        for (int c = threadIdx.x; c < kTileM * kChunksPerRow; c += kFwdWgThreads * groups) {
+            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
+            cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else {
+        for (int c = threadIdx.x; c < kTileM * kKeys; c += kFwdWgThreads * groups)
+            sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+    }
+    if (!cosine)
+        for (int c = threadIdx.x % kFwdWgThreads; c < kKeys; c += kFwdWgThreads) kinv[c] = 1.f;
+    if (threadIdx.x < Layout::kOnesBytes / 16) {
+        const uint32_t one2 = Tr::pack(1.f, 1.f);
+        *reinterpret_cast<uint4*>(smem_raw + (sOnes - raw) + threadIdx.x * 16) = make_uint4(one2, one2, one2, one2);
+        fence_proxy_async_smem();   // read by wgmma (the async proxy)
+    }
+    __syncthreads();
+    // This warpgroup's windows: t_begin + group + groups * ti for ti < n_win (from here on only
+    // its own named barrier: a warpgroup without windows may leave).
+    const int n_win = (t_end - t_begin - group + groups - 1) / groups;
+    if (n_win <= 0) return;
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + group + int64_t(groups) * ti); };
+
+    const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
+    const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
+    const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
+    // Copies: thread tid moves 16-byte chunk ld_j of rows ld_r + 32 i; its swizzled position in a
+    // row is the same for every i (32 rows = 4 swizzle periods).
+    const int ld_r = tid >> 2, ld_j = tid & 3;
+    const bool ld_col_ok = ld_j * 8 < d;
+    const uint32_t ld_soff = sw64_offset(ld_r, ld_j);
+    // Copies of a tile's rows first_row .. first_row + rows - 1 of one window (`win`: its row 0),
+    // zero-filled beyond N. Offsets within a window in 32 bits (rows < 1024 apart; row strides
+    // are element counts of a few rows of a tensor), the chunk addresses advanced by 32 rows
+    // each: with the offsets derived per chunk (or held in 64 bits), the compiler re-derived them
+    // from the parameters per chunk (~25 instructions each, ~450 per window) or spilled.
+    auto copy_rows = [&](uint32_t tile, const Element* win, int rs, int first_row, int rows, const Element* src) {
+        const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
+        const int step = 32 * rs;
+        if (ld_col_ok && first_row + rows <= N) {   // every row of the tile exists
+#pragma unroll
+            for (int i = 0; i < rows / 32; ++i) {
+                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, gp, 16);
+                gp += step;
+            }
+        } else {
+            const int rows_left = N - first_row - ld_r;   // rows ld_r + 32 i < rows_left exist
+#pragma unroll
+            for (int i = 0; i < rows / 32; ++i) {
+                const bool valid = ld_col_ok && 32 * i < rows_left;
+                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
+                gp += step;
+            }
+        }
+    };
+    auto issue_qk = [&](int64_t b) {
+        copy_rows(sQ, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, kTileM, q_base);
+        copy_rows(sK, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, kKeys, k_base);
+    };
+    auto issue_v = [&](int64_t b) {
+        copy_rows(sV, v_base + b * p.v.batch_stride, static_cast<int>(p.v.row_stride), 0, kKeys, v_base);
+    };
+
+    issue_qk(window_of(0));
+    cp_async_commit();
+    issue_v(window_of(0));
+    cp_async_commit();
+
+    for (int ti = 0; ti < n_win; ++ti) {
+        const int64_t b = window_of(ti);
+        cp_async_wait<1>();   // this window's q and k landed (its v may be in flight)
+        fence_proxy_async_smem();
+        fwd_wg_sync(group);
+
+        // The row factors (log2(e) folded in) and, for V2, the key inverse norms, from the
+        // diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ on the tensor cores (fp32 sums of
+        // exact products, as the FFMA loop they replace: ~370 instructions per warp and window,
+        // ~19 % of the kernel's, session 18 runs 5-6).
+        float row_factor[2];
+        if (cosine) {
+            // Row warp * 16 + g of a 64 x 64 block's accumulators: its diagonal element is in n8
+            // tile 2 warp, column g, held by lane t4 == g / 2 (element g % 2); row + 8's in tile
+            // 2 warp + 1 (element 2 + g % 2).
+            auto diag = [&](const float (&acc)[8][4], float& lo, float& hi) {
+                lo = hi = 0.f;
+#pragma unroll
+                for (int w4 = 0; w4 < 4; ++w4)
+                    if (warp == w4) {
+                        lo = (g & 1) ? acc[2 * w4][1] : acc[2 * w4][0];
+                        hi = (g & 1) ? acc[2 * w4 + 1][3] : acc[2 * w4 + 1][2];
+                    }
+            };
+            const bool holder = t4 == (g >> 1);
+            auto store_kinv = [&](const float (&acc)[8][4], int block) {
+                float lo, hi;
+                diag(acc, lo, hi);
+                if (holder) {
+                    kinv[block * 64 + warp * 16 + g] = inv_norm_from_sumsq_fast(lo);
+                    kinv[block * 64 + warp * 16 + g + 8] = inv_norm_from_sumsq_fast(hi);
+                }
+            };
+            constexpr int kKB = kKeys / 64;   // 64-key blocks
+            {
+                float dq[8][4], dk0[8][4], dk1[8][4];
+                wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks) {
+                    wgmma_s<Element, 64>(dq, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sQ, ks), ks > 0);
+                    wgmma_s<Element, 64>(dk0, fwd_wg_qk_desc(sK, ks), fwd_wg_qk_desc(sK, ks), ks > 0);
+                    wgmma_s<Element, 64>(dk1, fwd_wg_qk_desc(sK + 4096, ks), fwd_wg_qk_desc(sK + 4096, ks), ks > 0);
+                }
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(dq);
+                wgmma_fence_operand(dk0);
+                wgmma_fence_operand(dk1);
+                float lo, hi;
+                diag(dq, lo, hi);
+                const int src = (lane & ~3) | (g >> 1);
+                lo = __shfl_sync(0xffffffffu, lo, src);
+                hi = __shfl_sync(0xffffffffu, hi, src);
+                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq_fast(lo);
+                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq_fast(hi);
+                store_kinv(dk0, 0);
+                store_kinv(dk1, 1);
+            }
+            if constexpr (kKB > 2) {
+                float dk2[8][4], dk3[8][4];
+                wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks) {
+                    wgmma_s<Element, 64>(dk2, fwd_wg_qk_desc(sK + 2 * 4096, ks), fwd_wg_qk_desc(sK + 2 * 4096, ks), ks > 0);
+                    if constexpr (kKB > 3)
+                        wgmma_s<Element, 64>(dk3, fwd_wg_qk_desc(sK + 3 * 4096, ks), fwd_wg_qk_desc(sK + 3 * 4096, ks), ks > 0);
+                }
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(dk2);
+                store_kinv(dk2, 2);
+                if constexpr (kKB > 3) {
+                    wgmma_fence_operand(dk3);
+                    store_kinv(dk3, 3);
+                }
+            }
+            fwd_wg_sync(group);   // every key's inverse norm is in shared memory
+        } else {
+            row_factor[0] = row_factor[1] = alpha * kLog2e;
+        }
+        // The keys in kTiles blocks of kBN, an online softmax across the blocks. m_run: the row
+        // max so far (log2 units).
+        // o = P [v | 1]: columns 32..39 (o[4]) are the row sums of P as packed to 16 bits, the
+        // P that multiplies v (the tensor cores add them: 64 FADD per thread and block less).
+        float o[5][4];
+#pragma unroll
+        for (int i = 0; i < 5; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+        float m_run[2] = {-INFINITY, -INFINITY};
+#pragma unroll 1
+        for (int kt = 0; kt < kTiles; ++kt) {
+            float s[kNT][4];
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks)
+                wgmma_s<Element, kBN>(s, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sK + kt * kBN * 64, ks), ks > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(s);
+            if (kt == kTiles - 1) {
+                fwd_wg_sync(group);   // every warp's last S is done: q and k may be overwritten
+                if (ti + 1 < n_win) issue_qk(window_of(ti + 1));
+                cp_async_commit();
+            }
+
+            // Logits (log2 units) of this thread's two rows, side by side (each key factor read
+            // once: looped per row, the compiler kept the first row's factors live and spilled).
+            const float* bm_row0 = sBm + (warp * 16 + g) * Layout::kBmPitch + kt * kBN + 2 * t4;
+            const float* bm_row1 = bm_row0 + 8 * Layout::kBmPitch;
+            const float* kinv_t = kinv + kt * kBN + 2 * t4;
+            float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};   // [row][n8 tile parity]
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
+                const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
+                const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
+                s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf.x, b0.x);
+                s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf.y, b0.y);
+                s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf.x, b1.x);
+                s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf.y, b1.y);
+                mx[0][nt & 1] = fmaxf(mx[0][nt & 1], fmaxf(s[nt][0], s[nt][1]));
+                mx[1][nt & 1] = fmaxf(mx[1][nt & 1], fmaxf(s[nt][2], s[nt][3]));
+            }
+            float m_use[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const float m_new = fmaxf(m_run[r], quad_max(fmaxf(mx[r][0], mx[r][1])));
+                m_use[r] = m_new == -INFINITY ? 0.f : m_new;   // a row of -inf so far: P = 0, not NaN
+                if (kt > 0) {
+                    const float corr = fast_exp2(m_run[r] - m_use[r]);   // exp2(-inf) = 0
+#pragma unroll
+                    for (int i = 0; i < 5; ++i) {
+                        o[i][2 * r] *= corr;
+                        o[i][2 * r + 1] *= corr;
+                    }
+                }
+                m_run[r] = m_new;
+            }
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(s[nt][e] - m_use[e >> 1]);
+
+            // P as the register A operand: k16 step kk covers S's n8 tiles 2 kk and 2 kk + 1.
+            uint32_t a[kKK][4];
+#pragma unroll
+            for (int kk = 0; kk < kKK; ++kk) {
+                a[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
+                a[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
+                a[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                a[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            }
+            if (kt == 0) {
+                // this window's v landed (the only copy in flight: the next q and k are issued
+                // after the last block's S, kTiles >= 2)
+                static_assert(kTiles >= 2, "the copy groups assume the next q, k follow the first P v");
+                cp_async_wait<0>();
+                fence_proxy_async_smem();
+                fwd_wg_sync(group);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc(sV + kt * kBN * 64, kk, sOnes), 1);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(o);
+        }
+        fwd_wg_sync(group);   // every warp's P v is done: v may be overwritten
+        if (ti + 1 < n_win) issue_v(window_of(ti + 1));
+        cp_async_commit();
+
+        float inv_l[2], lse2[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float l = o[4][2 * r];   // every column of o[4] holds the row sum
+            // l == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
+            inv_l[r] = l == 0.f ? 0.f : fast_rcp(l);
+            lse2[r] = l == 0.f ? INFINITY : (m_run[r] == -INFINITY ? 0.f : m_run[r]) + fast_log2(l);
+        }
+
+        Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = row0 + warp * 16 + g + 8 * r;
+            if (row < N) {
+                if (t4 == 0) p.lse[(b * p.H + h) * N + row] = lse2[r] * kLn2;
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    if (i * 8 < d)
+                        *reinterpret_cast<uint32_t*>(out + int64_t(row) * p.out.row_stride + i * 8 + 2 * t4) =
+                            Tr::pack(o[i][2 * r] * inv_l[r], o[i][2 * r + 1] * inv_l[r]);
+            }
+        }
+    }
+#else
+    __trap();
+#endif
+}
+
+// Warpgroups per CTA of the wgmma forward: FWA_FWD_WG=<1..4> (tuning experiments, tests) or the plan.
+inline int fwd_wgmma_forced_groups() {
+    static const int forced = [] {
+        const char* e = std::getenv("FWA_FWD_WG");
+        return e != nullptr && e[0] >= '1' && e[0] <= '0' + kFwdWgMaxGroups && e[1] == '\0' ? e[0] - '0' : 0;
+    }();
+    return forced;
+}
+
+template <typename Element, int kKeys>
+cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
+    using Layout = FwdWgmmaLayout<kKeys>;
+    constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys>;
+    FwdParams p = params;
+    const bool has_bm = p.bm != nullptr;
+    // The plan (warpgroups per CTA, CTAs per SM) depends on (device, has_bm): the most warpgroups
+    // per SM, then fewer per CTA (independent CTAs balance better). Cached per device.
+    static std::atomic<int> cache[kMaxDevices][2] = {};
+    std::atomic<int>& slot = cache[current_device()][has_bm ? 1 : 0];
+    int groups = 0, ctas = 0;
+    const int forced = fwd_wgmma_forced_groups();
+    const int e = slot.load(std::memory_order_relaxed);
+    if (forced == 0 && e != 0) {
+        groups = e & 7;
+        ctas = e >> 3;
+    } else {
+        int best = -1;
+        for (int gr = 1; gr <= kFwdWgMaxGroups; ++gr) {
+            if (forced != 0 && gr != forced) continue;
+            int c = 0;
+            cudaError_t err = prepare_kernel<kKernel>(Layout::bytes(gr), kFwdWgThreads * gr, &c);
+            if (err == cudaErrorInvalidValue) continue;   // does not fit the device's shared memory
+            if (err != cudaSuccess) return err;
+            if (c * gr > best) {
+                best = c * gr;
+                groups = gr;
+                ctas = c;
+            }
+        }
+        if (best <= 0) return cudaErrorInvalidConfiguration;
+        if (forced == 0) slot.store(groups | (ctas << 3), std::memory_order_relaxed);
+    }
+    p.groups = groups;
+    window_attn_plan_chunks_balanced(p, num_sms(), ctas, groups);
+    const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
+    if (grid == 0) return cudaSuccess;
+    kKernel<<<static_cast<unsigned>(grid), kFwdWgThreads * groups, Layout::bytes(groups), stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa
