@@ -57,16 +57,13 @@ FWA_DEVICE void wgmma_s64(float (&d)[8][4], uint64_t da, uint64_t db, int acc) {
     if constexpr (std::is_same<Element, __half>::value) wgmma_m64n64k16_ss_f16(d, da, db, acc);
     else wgmma_m64n64k16_ss_bf16(d, da, db, acc);
 }
-// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64, 96, 128, 192 or 256.
+// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64 or 128.
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 64 || kN == 96 || kN == 128 || kN == 192 || kN == 256, "64, 96, 128, 192 or 256 keys");
+    static_assert(kN == 64 || kN == 128, "64 or 128 keys");
     if constexpr (kN == 64) wgmma_s64<Element>(d, da, db, acc);
-    else if constexpr (kN == 96) { if constexpr (kHalf) wgmma_m64n96k16_ss_f16(d, da, db, acc); else wgmma_m64n96k16_ss_bf16(d, da, db, acc); }
-    else if constexpr (kN == 128) { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
-    else if constexpr (kN == 192) { if constexpr (kHalf) wgmma_m64n192k16_ss_f16(d, da, db, acc); else wgmma_m64n192k16_ss_bf16(d, da, db, acc); }
-    else { if constexpr (kHalf) wgmma_m64n256k16_ss_f16(d, da, db, acc); else wgmma_m64n256k16_ss_bf16(d, da, db, acc); }
+    else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
 }
 // O (64 x kN) (+)= P V, P from registers, V (16 x kN) MN-major in shared memory; kN = the head
 // dim, 64 or 128, or 40 (head dim 32 and 8 columns of ones: the row sums of P).
