@@ -289,20 +289,30 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #pragma unroll
         for (int i = 0; i < 5; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
         float m_run[2] = {-INFINITY, -INFINITY};
-#pragma unroll 1
-        for (int kt = 0; kt < kTiles; ++kt) {
-            float s[kNT][4];
+        // S of block kt + 1 is issued before block kt's softmax (its accumulators are the other
+        // buffer of sb), so the tensor cores compute it while the softmax runs; P v of block kt
+        // completes with it at the top of the next block.
+        float sb[2][kNT][4];
+        auto issue_s = [&](float (&acc)[kNT][4], int kt) {
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < 2; ++ks)
-                wgmma_s<Element, kBN>(s, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sK + kt * kBN * 64, ks), ks > 0);
+                wgmma_s<Element, kBN>(acc, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sK + kt * kBN * 64, ks), ks > 0);
             wgmma_commit();
-            wgmma_wait<0>();
+        };
+        issue_s(sb[0], 0);
+#pragma unroll
+        for (int kt = 0; kt < kTiles; ++kt) {
+            float (&s)[kNT][4] = sb[kt & 1];
+            wgmma_wait<0>();   // S of block kt and P v of block kt - 1
             wgmma_fence_operand(s);
+            wgmma_fence_operand(o);
             if (kt == kTiles - 1) {
                 fwd_wg_sync(group);   // every warp's last S is done: q and k may be overwritten
                 if (ti + 1 < n_win) issue_qk(window_of(ti + 1));
                 cp_async_commit();
+            } else {
+                issue_s(sb[(kt + 1) & 1], kt + 1);
             }
 
             // Logits (log2 units) of this thread's two rows, side by side (each key factor read
@@ -364,9 +374,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #pragma unroll
             for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc(sV + kt * kBN * 64, kk, sOnes), 1);
             wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operand(o);
         }
+        wgmma_wait<0>();   // the last P v
+        wgmma_fence_operand(o);
         fwd_wg_sync(group);   // every warp's P v is done: v may be overwritten
         if (ti + 1 < n_win) issue_v(window_of(ti + 1));
         cp_async_commit();
