@@ -5,8 +5,9 @@
 //
 // One warpgroup (4 warps, 128 threads) owns 64 query rows of a window. Its q and all Npad keys
 // of k and v are in shared memory (64-byte rows: d = 32 at 16 bits, 64-byte swizzle); per 64-key
-// block: S = 2 wgmma m64n64k16 (q, k from shared memory), the logits and an online softmax in
-// registers, then P (packed to 16 bits in registers, the wgmma A operand) times [v | 1] with 4
+// block: S = 2 wgmma m64n64k16 (q, k from shared memory; the next block's is issued before this
+// block's softmax), the logits and an online softmax in registers, then P (packed to 16 bits in
+// registers, the wgmma A operand) times [v | 1] with 4
 // wgmma m64n40k16 (v read transposed from shared memory; the 8 extra columns are ones, so the
 // tensor cores also return the row sums of P as packed, the P that multiplies v). For V2 the row
 // and key norms come from the diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ (wgmma, fp32
@@ -22,8 +23,8 @@
 // runs. Without bias and mask the strip is 0 / -inf (padded keys), for V1 the key factors are 1:
 // one code path for every mode.
 //
-// H100, bf16, V2 with bias and mask (session 18 run 9): (1024, 6, 256) 0.401 ms against the
-// mma.sync kernel's 0.443, (512, 4, 144) 0.098 against 0.106, N = 100 ~12 % faster. The kernel
+// H100, bf16, V2 with bias and mask (session 18 runs 9 and 13): (1024, 6, 256) 0.376 ms against
+// the mma.sync kernel's 0.443, (512, 4, 144) 0.093 against 0.106, N = 100 ~15 % faster. The kernel
 // issues ~2000 instructions per warp and window at N = 256 (the mma.sync one ~2950) at ~60 % of
 // the issue slots: latency bound with 4 warps per scheduler. (tools/proto/wgmma_fwd_n256_d32.cu,
 // V1 with one strip and S for all 256 keys at once, ran 0.261 ms for 6144 windows; the product's
