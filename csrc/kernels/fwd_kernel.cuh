@@ -120,14 +120,8 @@ window_attn_fwd_kernel(const FwdParams p) {
     const int tid = kGrouped ? threadIdx.x % kNumThreads : threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
 
-    int64_t bid = blockIdx.x;
-    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
-    const int h = static_cast<int>(bid % p.H); bid /= p.H;
-    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
-    const int chunk_id = static_cast<int>(bid);
-    const int nB = p.B / p.nW;
-    const int t_begin = chunk_id * p.chunk;
-    const int t_end = min(t_begin + p.chunk, nB);
+    const WindowCtaWork cta = window_cta_work(p);
+    const int m_block = cta.m_block, h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
     if (t_begin >= t_end) return;
 
     const int N = p.N, d = p.d;

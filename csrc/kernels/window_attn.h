@@ -57,6 +57,26 @@ struct FwdParams {
     DropoutArgs dropout;               // threshold 0: no attention dropout
 };
 
+#ifdef __CUDACC__
+// The work of a CTA of the kernels whose grid is (64-row query block, head, bm window, chunk of
+// windows), blockIdx.x in that order, fastest first (the forward, the tiled backward's query
+// side): the chunk's windows are w + nW * t for t in [t_begin, t_end), empty past the last one.
+struct WindowCtaWork {
+    int m_block, h, w, chunk_id, t_begin, t_end;
+};
+__device__ __forceinline__ WindowCtaWork window_cta_work(const FwdParams& p) {
+    int64_t bid = blockIdx.x;
+    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
+    const int h = static_cast<int>(bid % p.H); bid /= p.H;
+    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
+    const int chunk_id = static_cast<int>(bid);
+    const int nB = p.B / p.nW;
+    const int t_begin = chunk_id * p.chunk;
+    const int t_end = min(t_begin + p.chunk, nB);
+    return WindowCtaWork{m_block, h, w, chunk_id, t_begin, t_end};
+}
+#endif
+
 struct BwdParams : FwdParams {
     TensorRef dout, dq, dk, dv;
     // Per-CTA partial reductions, summed in a fixed order by window_attn_reduce_partials:
