@@ -25,6 +25,26 @@ inline int num_sms() {
     return n;
 }
 
+// True when the current device has compute capability 9.0, where an sm_90a build's wgmma kernels
+// run; asked once per device (a failed query answers false and is asked again next time).
+inline bool current_device_is_sm90() {
+    // per device: 0 = not asked yet, 1 = no, 2 = yes
+    static std::atomic<int> cache[kMaxDevices] = {};
+    const int dev = current_device();
+    int v = cache[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return false;
+        }
+        v = major == 9 && minor == 0 ? 2 : 1;
+        cache[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
+}
+
 inline size_t max_smem_per_block() {
     static std::atomic<long long> cache[kMaxDevices] = {};
     const int dev = current_device();

@@ -2,7 +2,6 @@
 // and the two small auxiliary kernels: the padded bias+mask builder and the fixed-order reduction
 // of the per-CTA dbias / dalpha partials (which is what keeps the backward deterministic).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
@@ -121,21 +120,7 @@ bool window_fwd_wgmma_enabled() {
         return e == nullptr || e[0] != '0';
     }();
     if (!allowed) return false;
-    // per device: 0 = not asked yet, 1 = no, 2 = yes
-    static std::atomic<int> cache[kMaxDevices] = {};
-    const int dev = current_device();
-    int v = cache[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        v = major == 9 && minor == 0 ? 2 : 1;
-        cache[dev].store(v, std::memory_order_relaxed);
-    }
-    return v == 2;
+    return current_device_is_sm90();
 #else
     return false;
 #endif

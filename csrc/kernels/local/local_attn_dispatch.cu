@@ -2,7 +2,6 @@
 // instantiations (csrc/kernels/local/instantiations/). Torch-free.
 #include "local_attn.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -38,21 +37,7 @@ bool local_wgmma_enabled(bool backward) {
         return e[0] == 'f' ? 1 : 2;
     }();
     if (allowed == 0 || (backward && allowed == 1)) return false;
-    // per device: 0 = not asked yet, 1 = no, 2 = yes
-    static std::atomic<int> cache[kMaxDevices] = {};
-    const int dev = current_device();
-    int v = cache[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        v = major == 9 && minor == 0 ? 2 : 1;
-        cache[dev].store(v, std::memory_order_relaxed);
-    }
-    return v == 2;
+    return current_device_is_sm90();
 #else
     (void)backward;
     return false;
