@@ -418,12 +418,11 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;
     constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys>;
     FwdParams p = params;
-    const bool has_bm = p.bm != nullptr;
     // The plan (warpgroups per CTA, CTAs per SM): the most warpgroups per SM, then fewer per CTA
     // (independent CTAs balance better). It depends on the device only (the strip is there with or
-    // without bias and mask); cached per device, in one slot per has_bm.
-    static std::atomic<int> cache[kMaxDevices][2] = {};
-    std::atomic<int>& slot = cache[current_device()][has_bm ? 1 : 0];
+    // without bias and mask): cached per device.
+    static std::atomic<int> cache[kMaxDevices] = {};
+    std::atomic<int>& slot = cache[current_device()];
     int groups = 0, ctas = 0;
     const int forced = fwd_wgmma_forced_groups();
     const int e = slot.load(std::memory_order_relaxed);
