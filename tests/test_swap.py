@@ -335,9 +335,13 @@ def test_cuda_autocast_swapped_model(name, dtype, request):
         # MLP in fp16 this case is at 0.73x; over model seeds 0-3, fp32 bias 1.37 / 0.51 / 0.47 /
         # 0.77x vs fp16 bias 0.73 / 0.46 / 0.58 / 0.72x: a max-abs outlier of seed 0, not a
         # systematic loss. The fp32 bias is kept (see README); the case stays a visible xfail.
+        # Not strict since session 19: on an H100 the N <= 64 forward now runs on wgmma, whose
+        # different (not larger: tests/test_window_attention.py) rounding puts this outlier within
+        # the rule (XPASS); with FWA_WINDOW_WGMMA_SMALL=0, and on other GPUs, it fails as before.
         request.applymarker(pytest.mark.xfail(
-            strict=True, reason="HF Swinv2Model fp16, seed 0: last block key.weight max-abs error 1.37x the "
-                                "rule with the fp32 position bias (0.73x with an fp16 one; H100)"))
+            strict=False, reason="HF Swinv2Model fp16, seed 0: last block key.weight max-abs error 1.37x the "
+                                 "rule with the fp32 position bias and the mma.sync forward (0.73x with an fp16 "
+                                 "bias; within the rule with the H100's wgmma forward)"))
     ref = MODELS[name]().cuda()
     ours = swapped_copy(ref)  # swapped after .cuda()
     x = images(8).cuda()

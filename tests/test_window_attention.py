@@ -502,10 +502,14 @@ def test_cuda_forward_placements_in_subprocess(config):
                              f"forward placement {config}")
 
 
-# 64 < N <= 256 at d <= 32: every Npad (128, 192, 256) with partial last query and key blocks,
+# N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query and key blocks,
 # d < 32 (zero-filled columns), V1 / V2, with and without bias+mask, a mask with fully masked
-# (-inf) rows, clustered values, both dtypes, packed (strided) and contiguous layouts.
+# (-inf) rows, clustered values, both dtypes, packed (strided) and contiguous layouts; at Npad 64
+# (double-buffered tiles) enough windows that each warpgroup walks several, and N = 1.
 _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 144, 32, "float16", "v2", "shift", "normal"),
+                    (256, 3, 49, 32, "bfloat16", "v2", "shift", "normal"), (128, 2, 64, 32, "float16", "v1", "shift", "clustered"),
+                    (16, 2, 1, 32, "bfloat16", "v2", None, "normal"), (96, 2, 7, 16, "float16", "v1", None, "normal"),
+                    (64, 2, 64, 24, "bfloat16", "v2", "dead", "normal"), (200, 3, 33, 32, "float16", "v2", "shift", "clustered"),
                     (24, 2, 100, 24, "bfloat16", "v1", "shift", "normal"), (16, 3, 65, 32, "float16", "v2", None, "normal"),
                     (20, 2, 192, 16, "bfloat16", "v1", None, "clustered"), (16, 2, 200, 32, "float16", "v2", "dead", "normal"),
                     (12, 2, 255, 32, "bfloat16", "v2", "shift", "clustered"), (16, 2, 129, 32, "float16", "v1", "shift", "normal"),
@@ -515,7 +519,7 @@ _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 
 @pytest.mark.cuda
 @pytest.mark.parametrize("groups", ["plan", "1", "2", "3", "4"])
 def test_cuda_wgmma_forward_in_subprocess(groups):
-    """On sm_90a the forward at 64 < N <= 256 and d <= 32 (no dropout) runs on warpgroup MMA with an
+    """On sm_90a the forward at N <= 256 and d <= 32 (no dropout) runs on warpgroup MMA with an
     online softmax over 64-key blocks (fwd_wgmma_kernel.cuh); its launcher picks 1 to 4 warpgroups per CTA
     sharing the bias+mask strip, and FWA_FWD_WG forces each, so every form is checked (forward and
     the backward that reads its lse) against float64. Elsewhere these problems run the mma.sync

@@ -448,11 +448,12 @@ template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
     constexpr int kMaxGroups = fwd_max_groups<kHeadDim>();
-    // Head dim <= 32 and 64 < N <= 256 without dropout on sm_90a: the wgmma forward
+    // Head dim <= 32 and N <= 256 without dropout on sm_90a: the wgmma forward
     // (fwd_wgmma_kernel.cuh; its own .cu files).
     if constexpr (kHeadDim == 32 && !kDropout) {
         if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
             switch (params.Npad) {
+                case 64: return run_fwd_wgmma<Element, 64>(params, stream);
                 case 128: return run_fwd_wgmma<Element, 128>(params, stream);
                 case 192: return run_fwd_wgmma<Element, 192>(params, stream);
                 default: return run_fwd_wgmma<Element, 256>(params, stream);

@@ -1,5 +1,5 @@
 // Window-attention forward on Hopper warpgroup MMA (sm_90a) for head dim <= 32 and
-// 64 < N <= 256 (Npad 128, 192, 256), without attention dropout.
+// N <= 256 (Npad 64, 128, 192, 256), without attention dropout.
 //
 //   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key blocks), out = P v, lse = log Σ exp S
 //
@@ -29,6 +29,10 @@
 // the issue slots: latency bound with 4 warps per scheduler. (tools/proto/wgmma_fwd_n256_d32.cu,
 // V1 with one strip and S for all 256 keys at once, ran 0.261 ms for 6144 windows; the product's
 // V2 factors, norms, strided copies, partial blocks and lse cost the difference.)
+// At Npad = 64 (one key block) each warpgroup double-buffers its q / k / v tiles, the next
+// window's copies in flight during all of this window's work (session 19 runs 1-3, bf16, V2 +
+// bias + mask: op forward (4096, 3, 64) 0.099 -> 0.093 ms against the mma.sync kernel, N = 49
+// 0.084 -> 0.082, V1 N = 49 0.078 -> 0.076; kernel alone (256, 12, 64) 0.0298 -> 0.0273 ms).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -49,14 +53,18 @@ constexpr int kFwdWgThreads = 128;    // one warpgroup
 constexpr int kFwdWgMaxGroups = 4;
 
 template <int kKeys> struct FwdWgmmaLayout {
-    static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 128, 192 or 256");
+    static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 64, 128, 192 or 256");
+    // Npad = 64: two buffers of q / k / v per warpgroup (the next window's copies overlap all of
+    // this window's work: one 64-key block leaves nothing to hide them behind otherwise).
+    static constexpr int kStages = kKeys == 64 ? 2 : 1;
     static constexpr uint32_t kRowBytes = 64;                 // 32 16-bit elements
     static constexpr uint32_t kQBytes = kTileM * kRowBytes;
     static constexpr uint32_t kKBytes = kKeys * kRowBytes;
     static constexpr uint32_t kVBytes = kKeys * kRowBytes;
     static constexpr uint32_t kKinvBytes = kKeys * sizeof(float);
     // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and key inverse norms
-    static constexpr uint32_t kGroupBytes = (kQBytes + kKBytes + kVBytes + kKinvBytes + 1023u) / 1024u * 1024u;
+    static constexpr uint32_t kStageBytes = (kQBytes + kKBytes + kVBytes + 1023u) / 1024u * 1024u;
+    static constexpr uint32_t kGroupBytes = (kStages * kStageBytes + kKinvBytes + 1023u) / 1024u * 1024u;
     static constexpr int kBmPitch = kKeys + 8;                // fp32 pitch of the strip (float2 reads)
     static constexpr size_t kStripBytes = size_t(kTileM) * kBmPitch * sizeof(float);
     // 16 rows of ones (one k16 step of the second 32-column panel of [v | 1]), 1024-aligned
@@ -101,8 +109,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const uint32_t base = (raw + 1023u) & ~1023u;
     const int groups = p.groups;
     const int group = threadIdx.x / kFwdWgThreads;
-    const uint32_t sQ = base + group * Layout::kGroupBytes, sK = sQ + Layout::kQBytes, sV = sK + Layout::kKBytes;
-    float* kinv = reinterpret_cast<float*>(smem_raw + (sV + Layout::kVBytes - raw));
+    constexpr bool kDouble = Layout::kStages == 2;
+    const uint32_t sGroup = base + group * Layout::kGroupBytes;
+    float* kinv = reinterpret_cast<float*>(smem_raw + (sGroup + Layout::kStages * Layout::kStageBytes - raw));
     float* sBm = reinterpret_cast<float*>(smem_raw + (base + Layout::strip_offset(groups) - raw));
     const uint32_t sOnes = base + static_cast<uint32_t>(Layout::ones_offset(groups));
 
@@ -183,24 +192,43 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             }
         }
     };
-    auto issue_qk = [&](int64_t b) {
-        copy_rows(sQ, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, kTileM, q_base);
-        copy_rows(sK, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, kKeys, k_base);
+    // Stage st's tiles: q, then k, then v.
+    auto stage_q = [&](int st) { return sGroup + uint32_t(st) * Layout::kStageBytes; };
+    auto issue_qk = [&](int64_t b, int st) {
+        const uint32_t tq = stage_q(st);
+        copy_rows(tq, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, kTileM, q_base);
+        copy_rows(tq + Layout::kQBytes, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, kKeys, k_base);
     };
-    auto issue_v = [&](int64_t b) {
-        copy_rows(sV, v_base + b * p.v.batch_stride, static_cast<int>(p.v.row_stride), 0, kKeys, v_base);
+    auto issue_v = [&](int64_t b, int st) {
+        copy_rows(stage_q(st) + Layout::kQBytes + Layout::kKBytes, v_base + b * p.v.batch_stride,
+                  static_cast<int>(p.v.row_stride), 0, kKeys, v_base);
     };
 
-    issue_qk(window_of(0));
-    cp_async_commit();
-    issue_v(window_of(0));
+    issue_qk(window_of(0), 0);
+    if constexpr (!kDouble) cp_async_commit();
+    issue_v(window_of(0), 0);
     cp_async_commit();
 
     for (int ti = 0; ti < n_win; ++ti) {
         const int64_t b = window_of(ti);
-        cp_async_wait<1>();   // this window's q and k landed (its v may be in flight)
-        fence_proxy_async_smem();
-        fwd_wg_sync(group);
+        const int st = kDouble ? (ti & 1) : 0;
+        const uint32_t sQ = stage_q(st), sK = sQ + Layout::kQBytes, sV = sK + Layout::kKBytes;
+        if constexpr (kDouble) {
+            cp_async_wait<0>();   // this window's q, k and v landed
+            fence_proxy_async_smem();
+            // every warp's copies are visible, and every warp is done with window ti - 1 (the
+            // other stage): the next window's copies may go there
+            fwd_wg_sync(group);
+            if (ti + 1 < n_win) {
+                issue_qk(window_of(ti + 1), st ^ 1);
+                issue_v(window_of(ti + 1), st ^ 1);
+            }
+            cp_async_commit();
+        } else {
+            cp_async_wait<1>();   // this window's q and k landed (its v may be in flight)
+            fence_proxy_async_smem();
+            fwd_wg_sync(group);
+        }
 
         // The row factors (log2(e) folded in) and, for V2, the key inverse norms, from the
         // diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ on the tensor cores (fp32 sums of
@@ -237,13 +265,14 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 for (int ks = 0; ks < 2; ++ks) {
                     wgmma_s<Element, 64>(dq, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sQ, ks), ks > 0);
                     wgmma_s<Element, 64>(dk0, fwd_wg_qk_desc(sK, ks), fwd_wg_qk_desc(sK, ks), ks > 0);
-                    wgmma_s<Element, 64>(dk1, fwd_wg_qk_desc(sK + 4096, ks), fwd_wg_qk_desc(sK + 4096, ks), ks > 0);
+                    if constexpr (kKB > 1)
+                        wgmma_s<Element, 64>(dk1, fwd_wg_qk_desc(sK + 4096, ks), fwd_wg_qk_desc(sK + 4096, ks), ks > 0);
                 }
                 wgmma_commit();
                 wgmma_wait<0>();
                 wgmma_fence_operand(dq);
                 wgmma_fence_operand(dk0);
-                wgmma_fence_operand(dk1);
+                if constexpr (kKB > 1) wgmma_fence_operand(dk1);
                 float lo, hi;
                 diag(dq, lo, hi);
                 const int src = (lane & ~3) | (g >> 1);
@@ -252,7 +281,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq_fast(lo);
                 row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq_fast(hi);
                 store_kinv(dk0, 0);
-                store_kinv(dk1, 1);
+                if constexpr (kKB > 1) store_kinv(dk1, 1);
             }
             if constexpr (kKB > 2) {
                 float dk2[8][4], dk3[8][4];
@@ -303,9 +332,11 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             wgmma_fence_operand(s);
             wgmma_fence_operand(o);
             if (kt == kTiles - 1) {
-                fwd_wg_sync(group);   // every warp's last S is done: q and k may be overwritten
-                if (ti + 1 < n_win) issue_qk(window_of(ti + 1));
-                cp_async_commit();
+                if constexpr (!kDouble) {
+                    fwd_wg_sync(group);   // every warp's last S is done: q and k may be overwritten
+                    if (ti + 1 < n_win) issue_qk(window_of(ti + 1), 0);
+                    cp_async_commit();
+                }
             } else {
                 issue_s(sb[(kt + 1) & 1], kt + 1);
             }
@@ -357,10 +388,10 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 a[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
                 a[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
             }
-            if (kt == 0) {
+            if (!kDouble && kt == 0) {
                 // this window's v landed (the only copy in flight: the next q and k are issued
                 // after the last block's S, kTiles >= 2)
-                static_assert(kTiles >= 2, "the copy groups assume the next q, k follow the first P v");
+                static_assert(kDouble || kTiles >= 2, "the copy groups assume the next q, k follow the first P v");
                 cp_async_wait<0>();
                 fence_proxy_async_smem();
                 fwd_wg_sync(group);
@@ -372,9 +403,11 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         }
         wgmma_wait<0>();   // the last P v
         wgmma_fence_operand(o);
-        fwd_wg_sync(group);   // every warp's P v is done: v may be overwritten
-        if (ti + 1 < n_win) issue_v(window_of(ti + 1));
-        cp_async_commit();
+        if constexpr (!kDouble) {
+            fwd_wg_sync(group);   // every warp's P v is done: v may be overwritten
+            if (ti + 1 < n_win) issue_v(window_of(ti + 1), 0);
+            cp_async_commit();
+        }
 
         float inv_l[2], lse2[2];
 #pragma unroll

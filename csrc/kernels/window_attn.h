@@ -105,7 +105,7 @@ enum class Dtype { kFloat16, kBFloat16 };
 // Launchers (one instantiation per dtype x head-dim bucket lives in its own .cu file).
 // Return cudaSuccess or the launch error.
 template <typename Element, int kHeadDim> cudaError_t run_fwd(const FwdParams& p, cudaStream_t s);
-// The forward on Hopper warpgroup MMA for head dim <= 32 and Npad = kKeys of 128, 192 or 256 without
+// The forward on Hopper warpgroup MMA for head dim <= 32 and Npad = kKeys of 64, 128, 192 or 256 without
 // attention dropout (fwd_wgmma_kernel.cuh); run_fwd<Element, 32> calls it where
 // window_fwd_wgmma_enabled().
 template <typename Element, int kKeys> cudaError_t run_fwd_wgmma(const FwdParams& p, cudaStream_t s);
@@ -113,12 +113,16 @@ template <typename Element, int kKeys> cudaError_t run_fwd_wgmma(const FwdParams
 // FWA_SM90A_BUILT), a compute capability 9.0 device, and FWA_WINDOW_WGMMA (testing, A/B timing) not
 // "0" (the mma.sync forward for every N).
 bool window_fwd_wgmma_enabled();
-// The shapes the wgmma forward takes: 64 < N <= 256 (Npad 128, 192, 256), d <= 32, and rows whose
-// offsets within a window fit 32 bits (its copies address them so: fewer live registers).
+// True unless FWA_WINDOW_WGMMA_SMALL=0: the wgmma forward also takes N <= 64 (Npad 64).
+bool window_fwd_wgmma_small_enabled();
+// The shapes the wgmma forward takes: N <= 256 (Npad 64 where window_fwd_wgmma_small_enabled(),
+// 128, 192, 256), d <= 32, and rows whose offsets within a window fit 32 bits (its copies address
+// them so: fewer live registers).
 inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     const int64_t lim = int64_t(1) << 31;
     auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
-    return p.Npad > kTileN && p.Npad <= 256 && p.d <= 32 && fits(p.q) && fits(p.k) && fits(p.v);
+    return (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= 256 && p.d <= 32 && fits(p.q) &&
+           fits(p.k) && fits(p.v);
 }
 template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);

@@ -126,6 +126,14 @@ bool window_fwd_wgmma_enabled() {
 #endif
 }
 
+bool window_fwd_wgmma_small_enabled() {
+    static const bool allowed = [] {
+        const char* e = std::getenv("FWA_WINDOW_WGMMA_SMALL");
+        return e == nullptr || e[0] != '0';
+    }();
+    return allowed;
+}
+
 cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
     return FWA_HEADDIM_SWITCH(p.d, [&] {
         return dt == Dtype::kFloat16 ? run_fwd<__half, kHeadDim>(p, s)
