@@ -60,13 +60,8 @@ window_attn_bwd_small_kernel(const BwdParams p) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
 
-    int64_t bid = blockIdx.x;
-    const int h = static_cast<int>(bid % p.H); bid /= p.H;
-    const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
-    const int chunk_id = static_cast<int>(bid);
-    const int nB = p.B / p.nW;
-    const int t_begin = chunk_id * p.chunk;
-    const int t_end = min(t_begin + p.chunk, nB);
+    const WindowCtaWork cta = window_chunk_work(p, blockIdx.x, 0);
+    const int h = cta.h, w = cta.w, chunk_id = cta.chunk_id, t_begin = cta.t_begin, t_end = cta.t_end;
     const int n_items = max(t_end - t_begin, 0);
 
     const int N = p.N, d = p.d;

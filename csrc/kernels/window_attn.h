@@ -64,9 +64,9 @@ struct FwdParams {
 struct WindowCtaWork {
     int m_block, h, w, chunk_id, t_begin, t_end;
 };
-__device__ __forceinline__ WindowCtaWork window_cta_work(const FwdParams& p) {
-    int64_t bid = blockIdx.x;
-    const int m_block = static_cast<int>(bid % p.num_m_blocks); bid /= p.num_m_blocks;
+// The (head, bm window, chunk) part: bid indexes a grid of (head h, bm window w, chunk), h fastest
+// (window_cta_work's after its query block; the small-window backward's whole grid, m_block 0).
+__device__ __forceinline__ WindowCtaWork window_chunk_work(const FwdParams& p, int64_t bid, int m_block) {
     const int h = static_cast<int>(bid % p.H); bid /= p.H;
     const int w = static_cast<int>(bid % p.nW); bid /= p.nW;
     const int chunk_id = static_cast<int>(bid);
@@ -74,6 +74,10 @@ __device__ __forceinline__ WindowCtaWork window_cta_work(const FwdParams& p) {
     const int t_begin = chunk_id * p.chunk;
     const int t_end = min(t_begin + p.chunk, nB);
     return WindowCtaWork{m_block, h, w, chunk_id, t_begin, t_end};
+}
+__device__ __forceinline__ WindowCtaWork window_cta_work(const FwdParams& p) {
+    const int64_t bid = blockIdx.x;
+    return window_chunk_work(p, bid / p.num_m_blocks, static_cast<int>(bid % p.num_m_blocks));
 }
 #endif
 
