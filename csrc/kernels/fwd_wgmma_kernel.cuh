@@ -86,6 +86,17 @@ FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, int kk, uint32_t ones) {
     const uint32_t start = tile + kk * 1024;
     return wgmma_desc(start, ones - start, 512, 2);
 }
+// The descriptor of a tile `bytes` further on (a multiple of 16): only the start address field
+// (bits 0-13) changes for q / k, and for [v | 1] also the leading byte offset (bits 16-29: the
+// distance to the fixed ones panel shrinks by as much). Every field stays in range, so a 32-bit
+// add of the low word: with the descriptors built per wgmma from the tile address (shift, mask,
+// or, and two R2UR each) the window loop spent ~290 of its ~1900 instructions on them.
+FWA_DEVICE uint64_t fwd_wg_desc_add(uint64_t desc, uint32_t bytes) {
+    return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
+}
+FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
+    return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
+}
 
 FWA_DEVICE void fwd_wg_sync(int group) {
     asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kFwdWgThreads) : "memory");
@@ -108,7 +119,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const uint32_t raw = smem_u32(smem_raw);
     const uint32_t base = (raw + 1023u) & ~1023u;
     const int groups = p.groups;
-    const int group = threadIdx.x / kFwdWgThreads;
+    // warp-uniform (shfl from lane 0): the tile addresses and wgmma descriptors derived from it
+    // live in uniform registers
+    const int group = __shfl_sync(0xffffffffu, int(threadIdx.x / kFwdWgThreads), 0);
     constexpr bool kDouble = Layout::kStages == 2;
     const uint32_t sGroup = base + group * Layout::kGroupBytes;
     float* kinv = reinterpret_cast<float*>(smem_raw + (sGroup + Layout::kStages * Layout::kStageBytes - raw));
@@ -209,10 +222,21 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     issue_v(window_of(0), 0);
     cp_async_commit();
 
+    // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
+    // an offset from these (fwd_wg_desc_add).
+    const uint64_t desc_q0 = fwd_wg_qk_desc(stage_q(0), 0);
+    const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, 0, sOnes);
+
     for (int ti = 0; ti < n_win; ++ti) {
         const int64_t b = window_of(ti);
         const int st = kDouble ? (ti & 1) : 0;
-        const uint32_t sQ = stage_q(st), sK = sQ + Layout::kQBytes, sV = sK + Layout::kKBytes;
+        const uint32_t st_off = uint32_t(st) * Layout::kStageBytes;
+        const uint64_t dQ = fwd_wg_desc_add(desc_q0, st_off);
+        const uint64_t dK = fwd_wg_desc_add(desc_q0, st_off + Layout::kQBytes);
+        const uint64_t dV = fwd_wg_v_desc_add(desc_v0, st_off);
+        // q / k operand of k16 step ks at `off` bytes into the tile
+        auto q_desc = [&](int ks) { return fwd_wg_desc_add(dQ, uint32_t(ks) * 32u); };
+        auto k_desc = [&](uint32_t off, int ks) { return fwd_wg_desc_add(dK, off + uint32_t(ks) * 32u); };
         if constexpr (kDouble) {
             cp_async_wait<0>();   // this window's q, k and v landed
             fence_proxy_async_smem();
@@ -263,10 +287,10 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks) {
-                    wgmma_s<Element, 64>(dq, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sQ, ks), ks > 0);
-                    wgmma_s<Element, 64>(dk0, fwd_wg_qk_desc(sK, ks), fwd_wg_qk_desc(sK, ks), ks > 0);
+                    wgmma_s<Element, 64>(dq, q_desc(ks), q_desc(ks), ks > 0);
+                    wgmma_s<Element, 64>(dk0, k_desc(0, ks), k_desc(0, ks), ks > 0);
                     if constexpr (kKB > 1)
-                        wgmma_s<Element, 64>(dk1, fwd_wg_qk_desc(sK + 4096, ks), fwd_wg_qk_desc(sK + 4096, ks), ks > 0);
+                        wgmma_s<Element, 64>(dk1, k_desc(4096, ks), k_desc(4096, ks), ks > 0);
                 }
                 wgmma_commit();
                 wgmma_wait<0>();
@@ -288,9 +312,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks) {
-                    wgmma_s<Element, 64>(dk2, fwd_wg_qk_desc(sK + 2 * 4096, ks), fwd_wg_qk_desc(sK + 2 * 4096, ks), ks > 0);
+                    wgmma_s<Element, 64>(dk2, k_desc(2 * 4096, ks), k_desc(2 * 4096, ks), ks > 0);
                     if constexpr (kKB > 3)
-                        wgmma_s<Element, 64>(dk3, fwd_wg_qk_desc(sK + 3 * 4096, ks), fwd_wg_qk_desc(sK + 3 * 4096, ks), ks > 0);
+                        wgmma_s<Element, 64>(dk3, k_desc(3 * 4096, ks), k_desc(3 * 4096, ks), ks > 0);
                 }
                 wgmma_commit();
                 wgmma_wait<0>();
@@ -321,7 +345,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < 2; ++ks)
-                wgmma_s<Element, kBN>(acc, fwd_wg_qk_desc(sQ, ks), fwd_wg_qk_desc(sK + kt * kBN * 64, ks), ks > 0);
+                wgmma_s<Element, kBN>(acc, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
             wgmma_commit();
         };
         issue_s(sb[0], 0);
@@ -398,7 +422,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             }
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc(sV + kt * kBN * 64, kk, sOnes), 1);
+            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc_add(dV, uint32_t(kt * kBN * 64 + kk * 1024)), 1);
             wgmma_commit();
         }
         wgmma_wait<0>();   // the last P v
