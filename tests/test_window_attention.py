@@ -547,6 +547,33 @@ def test_cuda_global_dbias_slice_in_subprocess():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("N", [49, 144, 256])
+def test_cuda_bias_mask_build_ordering(N):
+    """On an H100 the forward kernel is launched as a programmatic dependent of the bias+mask build
+    (Hopper PDL: its first copies overlap the build, and it reads the built tensor only after
+    griddepcontrol.wait). Back-to-back calls alternate between two biases and masks, each call's
+    build reusing memory the allocator just freed: every output must be bitwise the output of a
+    call made alone with the same inputs (a read before the build completed would see the other
+    call's values)."""
+    torch.manual_seed(7 + N)
+    B_, H, d, nW = 256, 3, 32, 4
+    dt = torch.bfloat16
+    q, k, v = (torch.randn(B_, H, N, d, device="cuda", dtype=dt) for _ in range(3))
+    ls = torch.log(10 * torch.rand(H, 1, 1, device="cuda") + 1)
+    biases = [4 * torch.randn(H, N, N, device="cuda") for _ in range(2)]
+    masks = [torch.where(torch.rand(nW, N, N, device="cuda") < 0.3, -100.0, 0.0) for _ in range(2)]
+    expected = []
+    for i in range(2):
+        expected.append(window_attention(q, k, v, biases[i], masks[i], logit_scale=ls))
+        torch.cuda.synchronize()
+    assert not torch.equal(expected[0], expected[1])
+    outs = [window_attention(q, k, v, biases[i % 2], masks[i % 2], logit_scale=ls) for i in range(40)]
+    torch.cuda.synchronize()
+    for i, out in enumerate(outs):
+        assert torch.equal(out, expected[i % 2]), f"call {i} differs from its inputs' output"
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("H", [1, 2])
 def test_cuda_many_windows(dtype, H):

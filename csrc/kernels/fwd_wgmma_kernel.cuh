@@ -142,35 +142,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
 
-    // The strip: rows row0 .. row0 + 63 of the padded bm slice (all Npad = kKeys columns), loaded by
-    // the CTA; without bias and mask, 0 for the keys < N and -inf for the padded ones, so that one
-    // softmax serves every mode (with a variant per mode, their register assignments of S were
-    // merged after the softmax with ~400 moves per window; with a loop per mode the registers
-    // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
-    if (has_bm) {
-        constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = threadIdx.x; c < kTileM * kChunksPerRow; c += kFwdWgThreads * groups) {
-            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
-            cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
-        }
-        cp_async_commit();
-        cp_async_wait<0>();
-    } else {
-        for (int c = threadIdx.x; c < kTileM * kKeys; c += kFwdWgThreads * groups)
-            sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
-    }
-    if (!cosine)
-        for (int c = threadIdx.x % kFwdWgThreads; c < kKeys; c += kFwdWgThreads) kinv[c] = 1.f;
-    if (threadIdx.x < Layout::kOnesBytes / 16) {
-        const uint32_t one2 = Tr::pack(1.f, 1.f);
-        *reinterpret_cast<uint4*>(smem_raw + (sOnes - raw) + threadIdx.x * 16) = make_uint4(one2, one2, one2, one2);
-        fence_proxy_async_smem();   // read by wgmma (the async proxy)
-    }
-    __syncthreads();
     // This warpgroup's windows: t_begin + group + groups * ti for ti < n_win (from here on only
-    // its own named barrier: a warpgroup without windows may leave).
+    // its own named barrier: a warpgroup without windows leaves after the CTA barrier below).
     const int n_win = (t_end - t_begin - group + groups - 1) / groups;
-    if (n_win <= 0) return;
     auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + group + int64_t(groups) * ti); };
 
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
@@ -217,10 +191,53 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                   static_cast<int>(p.v.row_stride), 0, kKeys, v_base);
     };
 
-    issue_qk(window_of(0), 0);
-    if constexpr (!kDouble) cp_async_commit();
-    issue_v(window_of(0), 0);
-    cp_async_commit();
+
+    // With the bm build possibly still running (FwdParams::bm_pdl: this grid is then its
+    // programmatic dependent; griddepcontrol.wait returns once the build is complete and visible),
+    // at Npad = 64 the first window's q / k / v copies go out before the wait, as they do not
+    // depend on it. (At Npad >= 128 after the strip: issued here, their addresses stayed live across
+    // the strip's loop and the main loop spilled 44 instead of 12-20 bytes.)
+    if constexpr (kDouble) {
+        if (n_win > 0) {
+            issue_qk(window_of(0), 0);
+            issue_v(window_of(0), 0);
+        }
+        cp_async_commit();
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+
+    // The strip: rows row0 .. row0 + 63 of the padded bm slice (all Npad = kKeys columns), loaded by
+    // the CTA; without bias and mask, 0 for the keys < N and -inf for the padded ones, so that one
+    // softmax serves every mode (with a variant per mode, their register assignments of S were
+    // merged after the softmax with ~400 moves per window; with a loop per mode the registers
+    // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
+    if (has_bm) {
+        constexpr int kChunksPerRow = kKeys / 4;
+        for (int c = threadIdx.x; c < kTileM * kChunksPerRow; c += kFwdWgThreads * groups) {
+            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
+            cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();   // (at Npad = 64 also the first window's copies, issued above)
+    } else {
+        for (int c = threadIdx.x; c < kTileM * kKeys; c += kFwdWgThreads * groups)
+            sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+    }
+    if (!cosine)
+        for (int c = threadIdx.x % kFwdWgThreads; c < kKeys; c += kFwdWgThreads) kinv[c] = 1.f;
+    if (threadIdx.x < Layout::kOnesBytes / 16) {
+        const uint32_t one2 = Tr::pack(1.f, 1.f);
+        *reinterpret_cast<uint4*>(smem_raw + (sOnes - raw) + threadIdx.x * 16) = make_uint4(one2, one2, one2, one2);
+        fence_proxy_async_smem();   // read by wgmma (the async proxy)
+    }
+    __syncthreads();
+    if (n_win <= 0) return;
+    if constexpr (!kDouble) {
+        issue_qk(window_of(0), 0);
+        cp_async_commit();
+        issue_v(window_of(0), 0);
+        cp_async_commit();
+    }
 
     // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
     // an offset from these (fwd_wg_desc_add).
@@ -507,8 +524,19 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     window_attn_plan_chunks_balanced(p, num_sms(), ctas, groups);
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    kKernel<<<static_cast<unsigned>(grid), kFwdWgThreads * groups, Layout::bytes(groups), stream>>>(p);
-    return cudaGetLastError();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(grid));
+    cfg.blockDim = dim3(kFwdWgThreads * groups);
+    cfg.dynamicSmemBytes = Layout::bytes(groups);
+    cfg.stream = stream;
+    // Right after the bm build (FwdParams::bm_pdl): a programmatic dependent launch, so the grid's
+    // launch and its first copies overlap the build (the kernel waits on it before the strip).
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = p.bm_pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
 }  // namespace fwa

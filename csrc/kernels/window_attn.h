@@ -34,6 +34,11 @@ struct FwdParams {
 
     const float* bm = nullptr;         // see above; nullptr when there is neither bias nor mask
     int64_t bm_win_stride = 0, bm_head_stride = 0;   // row stride is Npad, column stride 1
+    // True when the last launch on the stream before the forward kernel is the bm build
+    // (window_attn_build_bm, which triggers its dependents early): the wgmma forward is then
+    // launched as a programmatic dependent (Hopper PDL) and reads bm only after griddepcontrol.wait,
+    // everything else it reads (q, k, v, logit_scale) having been written before the build began.
+    bool bm_pdl = false;
 
     const float* logit_scale = nullptr;  // (H) fp32; nullptr for V1
     float scale = 1.f;                   // V1 only

@@ -42,6 +42,15 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
     p.scale = static_cast<float>(scale);
     auto stream = at::cuda::getCurrentCUDAStream();
 
+    if (s.cosine) {
+        // H values in order: every accepted shape ((H,), (H, 1, 1), (1, H, 1, 1)) when contiguous
+        // (converted before the bm build: that build stays the last launch before the forward kernel,
+        // see FwdParams::bm_pdl)
+        const at::Tensor& ls = *logit_scale;
+        r.logit_scale = ls.scalar_type() == at::kFloat && ls.is_contiguous()
+                            ? ls : logit_scale_as_h(ls, s.H).to(at::kFloat).contiguous();
+        p.logit_scale = r.logit_scale.data_ptr<float>();
+    }
     if (s.has_bias || s.has_mask) {
         at::Tensor bias_f, mask_f;
         // (fp32 bias and mask, the usual case, skip the dispatcher calls of .to)
@@ -64,13 +73,7 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         p.bm = r.bm.data_ptr<float>();
         p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
         p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
-    }
-    if (s.cosine) {
-        // H values in order: every accepted shape ((H,), (H, 1, 1), (1, H, 1, 1)) when contiguous
-        const at::Tensor& ls = *logit_scale;
-        r.logit_scale = ls.scalar_type() == at::kFloat && ls.is_contiguous()
-                            ? ls : logit_scale_as_h(ls, s.H).to(at::kFloat).contiguous();
-        p.logit_scale = r.logit_scale.data_ptr<float>();
+        p.bm_pdl = true;   // nothing else is launched between the build and the kernels
     }
     return r;
 }
