@@ -33,6 +33,10 @@
 // window's copies in flight during all of this window's work (session 19 runs 1-3, bf16, V2 +
 // bias + mask: op forward (4096, 3, 64) 0.099 -> 0.093 ms against the mma.sync kernel, N = 49
 // 0.084 -> 0.082, V1 N = 49 0.078 -> 0.076; kernel alone (256, 12, 64) 0.0298 -> 0.0273 ms).
+// Session 20 (runs 1 and 6, bf16, outputs bitwise unchanged): the descriptors as offsets of two
+// per-warpgroup bases (N = 256 loop 1924 -> 1626 instructions; Npad 64 124 -> 108 registers) and the
+// launch as a programmatic dependent of the bm build: (4096, 3, 49) 0.082 -> 0.073 ms, (4096, 3, 64)
+// 0.093 -> 0.087, N = 256 0.144 -> 0.142 (latency bound: ncu 43 % of issue slots, run 3).
 #pragma once
 #include <algorithm>
 #include <atomic>
