@@ -194,6 +194,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
 
     Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
     fwa::BwdParams& p = prep.p;
+    p.bm_pdl = false;   // (read by the forward's launcher only; copies below may follow the build)
     // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
     fwa::window_attn_plan_bwd(kernel_dtype(q), p);
     at::Tensor workspace;   // the kernels' fp32 scratch buffers, carved out of one allocation
