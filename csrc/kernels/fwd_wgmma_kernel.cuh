@@ -491,6 +491,16 @@ inline int fwd_wgmma_forced_groups() {
     return forced;
 }
 
+// False when FWA_WINDOW_PDL=0 (A/B timing, or a platform where programmatic dependent launch
+// misbehaves): the forward then waits for the bm build like any stream-ordered kernel.
+inline bool fwd_wgmma_pdl_enabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("FWA_WINDOW_PDL");
+        return e == nullptr || e[0] != '0';
+    }();
+    return on;
+}
+
 template <typename Element, int kKeys>
 cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;
@@ -539,7 +549,7 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = p.bm_pdl ? 1 : 0;
+    cfg.numAttrs = p.bm_pdl && fwd_wgmma_pdl_enabled() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
