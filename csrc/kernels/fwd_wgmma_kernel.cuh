@@ -80,16 +80,15 @@ template <int kKeys> struct FwdWgmmaLayout {
 
 // Byte offset of 16-byte chunk j of row r in a 64-byte-swizzled tile.
 FWA_DEVICE uint32_t sw64_offset(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
-// K-major q / k operand, k16 step ks: 8-row groups 512 bytes apart; the step is 32 bytes into the
-// 64-byte rows (the swizzle is applied by the hardware to the full address).
-FWA_DEVICE uint64_t fwd_wg_qk_desc(uint32_t tile, int ks) { return wgmma_desc(tile + ks * 32, 16, 512, 2); }
-// MN-major [v | 1] operand (keys along K, head dim along N), k16 step kk = 16 keys = 1024 bytes;
-// 8-key groups 512 bytes apart; the second 32-column panel (columns 32..39 of the m64n40k16: the
-// row sums of P) is `ones` (all 1, so its swizzle does not matter), the leading byte offset away.
-FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, int kk, uint32_t ones) {
-    const uint32_t start = tile + kk * 1024;
-    return wgmma_desc(start, ones - start, 512, 2);
-}
+// K-major q / k operand at a tile's first k16 step: 8-row groups 512 bytes apart; step ks is 32 ks
+// bytes into the 64-byte rows (fwd_wg_desc_add; the swizzle is applied by the hardware to the full
+// address).
+FWA_DEVICE uint64_t fwd_wg_qk_desc(uint32_t tile) { return wgmma_desc(tile, 16, 512, 2); }
+// MN-major [v | 1] operand (keys along K, head dim along N) at a tile's first k16 step (step kk:
+// 16 keys = 1024 kk bytes on, fwd_wg_v_desc_add); 8-key groups 512 bytes apart; the second
+// 32-column panel (columns 32..39 of the m64n40k16: the row sums of P) is `ones` (all 1, so its
+// swizzle does not matter), the leading byte offset away.
+FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, uint32_t ones) { return wgmma_desc(tile, ones - tile, 512, 2); }
 // The descriptor of a tile `bytes` further on (a multiple of 16): only the start address field
 // (bits 0-13) changes for q / k, and for [v | 1] also the leading byte offset (bits 16-29: the
 // distance to the fixed ones panel shrinks by as much). Every field stays in range, so a 32-bit
@@ -245,8 +244,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 
     // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
     // an offset from these (fwd_wg_desc_add).
-    const uint64_t desc_q0 = fwd_wg_qk_desc(stage_q(0), 0);
-    const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, 0, sOnes);
+    const uint64_t desc_q0 = fwd_wg_qk_desc(stage_q(0));
+    const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, sOnes);
 
     for (int ti = 0; ti < n_win; ++ti) {
         const int64_t b = window_of(ti);
@@ -494,10 +493,7 @@ inline int fwd_wgmma_forced_groups() {
 // False when FWA_WINDOW_PDL=0 (A/B timing, or a platform where programmatic dependent launch
 // misbehaves): the forward then waits for the bm build like any stream-ordered kernel.
 inline bool fwd_wgmma_pdl_enabled() {
-    static const bool on = [] {
-        const char* e = std::getenv("FWA_WINDOW_PDL");
-        return e == nullptr || e[0] != '0';
-    }();
+    static const bool on = env_switch_on("FWA_WINDOW_PDL");
     return on;
 }
 

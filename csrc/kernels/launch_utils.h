@@ -3,10 +3,19 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
 
 namespace fwa {
 
 constexpr int kMaxDevices = 64;
+
+// A default-on switch: false only when environment variable `name` starts with '0' (the A/B and
+// fallback switches FWA_WINDOW_WGMMA, FWA_WINDOW_WGMMA_SMALL, FWA_WINDOW_PDL). Callers keep the
+// answer in a function-local static: read once per process.
+inline bool env_switch_on(const char* name) {
+    const char* e = std::getenv(name);
+    return e == nullptr || e[0] != '0';
+}
 
 inline int current_device() {
     int dev = 0;

@@ -115,10 +115,7 @@ void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm
 
 bool window_fwd_wgmma_enabled() {
 #ifdef FWA_SM90A_BUILT
-    static const bool allowed = [] {
-        const char* e = std::getenv("FWA_WINDOW_WGMMA");
-        return e == nullptr || e[0] != '0';
-    }();
+    static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA");
     if (!allowed) return false;
     return current_device_is_sm90();
 #else
@@ -127,10 +124,7 @@ bool window_fwd_wgmma_enabled() {
 }
 
 bool window_fwd_wgmma_small_enabled() {
-    static const bool allowed = [] {
-        const char* e = std::getenv("FWA_WINDOW_WGMMA_SMALL");
-        return e == nullptr || e[0] != '0';
-    }();
+    static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA_SMALL");
     return allowed;
 }
 

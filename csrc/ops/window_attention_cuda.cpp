@@ -44,8 +44,8 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
 
     if (s.cosine) {
         // H values in order: every accepted shape ((H,), (H, 1, 1), (1, H, 1, 1)) when contiguous
-        // (converted before the bm build: that build stays the last launch before the forward kernel,
-        // see FwdParams::bm_pdl)
+        // (converted before the bm build, so that the build is prepare's last launch: see
+        // FwdParams::bm_pdl)
         const at::Tensor& ls = *logit_scale;
         r.logit_scale = ls.scalar_type() == at::kFloat && ls.is_contiguous()
                             ? ls : logit_scale_as_h(ls, s.H).to(at::kFloat).contiguous();
@@ -73,7 +73,6 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         p.bm = r.bm.data_ptr<float>();
         p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
         p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
-        p.bm_pdl = true;   // nothing else is launched between the build and the kernels
     }
     return r;
 }
@@ -117,6 +116,7 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
     p.out = ref(out);
     p.lse = lse.data_ptr<float>();
     p.dropout = drop;
+    p.bm_pdl = p.bm != nullptr;   // nothing is launched between prepare's bm build and the kernel
     check_cuda(fwa::window_attn_fwd(kernel_dtype(q), p, at::cuda::getCurrentCUDAStream()),
                "forward kernel launch");
     return {out, lse};
@@ -194,7 +194,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
 
     Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
     fwa::BwdParams& p = prep.p;
-    p.bm_pdl = false;   // (read by the forward's launcher only; copies below may follow the build)
     // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
     fwa::window_attn_plan_bwd(kernel_dtype(q), p);
     at::Tensor workspace;   // the kernels' fp32 scratch buffers, carved out of one allocation
