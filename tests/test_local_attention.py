@@ -377,6 +377,36 @@ def test_deterministic(device):
             assert torch.equal(a, b)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype_name", ["bf16", "fp16"])
+@pytest.mark.parametrize("band,L,H,Hkv,d", [
+    ((-1, 0, 1), 1000, 4, 2, 64),      # plain causal: tile-major by default
+    ((-1, 0, 128), 1100, 2, 2, 128),   # block-causal spanning the sequence (video)
+    ((3, -1, 64), 700, 8, 1, 64),      # right unbounded: tile-major, lightest tile first reversed
+    ((-1, 0, 1), 333, 2, 1, 32),       # d = 32: the mma.sync kernels
+    ((100, 0, 1), 900, 4, 4, 64),      # both sides bounded: (b, h)-major by default
+], ids=["causal", "block-causal", "right-unbounded", "causal-d32", "banded"])
+def test_cta_order_is_bitwise_neutral(monkeypatch, dtype_name, band, L, H, Hkv, d):
+    """The CTA order (tile-major, heaviest tile first, where one side of the band is unbounded;
+    FWA_LOCAL_TILE_MAJOR forces either, read per call) only changes which CTA computes which tile:
+    out, lse and every gradient are bitwise the same in both orders, and right against float64."""
+    dtype = DTYPES[dtype_name]
+    q, k, v, dout = make_qkv(2, H, Hkv, L, d, dtype=dtype, device="cuda", layout="packed", seed=L + d)
+    results = []
+    for order in ("0", "1"):
+        monkeypatch.setenv("FWA_LOCAL_TILE_MAJOR", order)
+        out, lse = fwd_op(q, k, v, *band, d ** -0.5)
+        results.append([out.detach(), lse, *torch.autograd.grad(out, (q, k, v), dout)])
+    for name, a, b in zip(("out", "lse", "dq", "dk", "dv"), *results):
+        assert torch.equal(a, b), f"{name} differs between the two CTA orders"
+    out = results[1]
+    ours = {"out": out[0], "dq": out[2], "dk": out[3], "dv": out[4]}
+    ref64 = reference_results(q, k, v, dout, band, d ** -0.5, torch.float64)
+    reflp = reference_results(q, k, v, dout, band, d ** -0.5, dtype)
+    ok, lines = compare_to_reference(ours, ref64, reflp, dtype)
+    assert ok, f"band {band}\n" + "\n".join(lines)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("B,H,Hkv,L", [(0, 4, 2, 16), (2, 4, 2, 0), (0, 2, 1, 0), (2, 0, 1, 16)])
 def test_empty(device, B, H, Hkv, L):

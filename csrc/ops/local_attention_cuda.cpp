@@ -61,6 +61,7 @@ void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, 
     p.right = static_cast<int>(band.right);
     p.block = static_cast<int>(band.block);
     p.scale = static_cast<float>(scale);
+    p.tile_major = fwa::local_tile_major_order(band);
 }
 
 std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,

@@ -34,6 +34,9 @@ struct LocalFwdParams {
     // Normalised band (normalize_local_band): left / right -1 = unbounded, 1 <= block <= L.
     int left = -1, right = -1, block = 1;
     float scale = 1.f;      // multiplies q · k
+    // CTA order of the query-side and key-side kernels (local_query_block, the key-side kernel):
+    // false, (b, h)-major; true, tile-major, heaviest tile first (local_tile_major_order).
+    bool tile_major = false;
 
     FWA_BAND_HD LocalBand band() const {
         LocalBand b;
@@ -91,6 +94,19 @@ inline int local_fwd_default_warpgroups(int head_dim, int64_t L, int64_t batch_h
     const int64_t ctas = (L + 3 * kLocalTile - 1) / (3 * kLocalTile) * batch_heads;
     return ctas >= 4 * int64_t(sms) ? 3 : 1;
 }
+
+// CTA order of the fp16 / bf16 kernels for a normalised band. Where exactly one side is unbounded
+// (causal-like: left = -1, as plain causal or a block-causal video window spanning the sequence;
+// or right = -1) a tile's work grows (shrinks) linearly along the sequence, to up to n_tiles times
+// the lightest tile's. In (b, h)-major order the heaviest tiles of the last heads start in the
+// grid's last wave and run on alone (a list-scheduling model of 3 CTAs per SM gives 1.11x the
+// balanced time for causal B8 H16 L2048, 1.57x for block256x16 B1 H12 L4096 with its 1.9 waves);
+// tile-major, heaviest first (the longest-first rule), gives 1.00-1.03x. Measured (H100, bf16,
+// kernel times, session 21 run 2): block256x16 forward 0.122 -> 0.092 ms, key side 0.200 -> 0.168,
+// query side 0.135 -> 0.103; causal forward 0.253 -> 0.246, backward unchanged. Other bands keep
+// (b, h)-major order: their tiles carry equal work except at the ends, and consecutive CTAs share
+// k / v in L2. FWA_LOCAL_TILE_MAJOR=0 / 1 forces either order (A/B timing, tests).
+bool local_tile_major_order(const LocalBand& band);
 
 // float32 inputs: full-precision SIMT kernels (local_simt_fp32.cu), one warp per row, d <= 256.
 constexpr int kLocalSimtMaxHeadDim = 256;

@@ -24,9 +24,15 @@
 
 namespace fwa {
 
+// CTA order (LocalFwdParams::tile_major, chosen by local_tile_major_order): (b, h)-major with the
+// tiles of one (b, h) consecutive, or tile-major, the i-th heaviest tile of every (b, h) before the
+// (i + 1)-th (longest first). Only which CTA computes what changes: every output is computed by the
+// same instructions either way (bitwise the same).
 // The (query tile, query head, batch) of a query-side CTA (the forward kernels and the backward's
-// query side): blockIdx.x = (b H + h) n_m + (n_m - 1 - m_block) over n_m query tiles (of 64 rows,
-// or of kWG x 64 in the multi-warpgroup forward), m fastest and reversed.
+// query side) over n_m query tiles (of 64 rows, or of kWG x 64 in the multi-warpgroup forward):
+// blockIdx.x = (b H + h) n_m + (n_m - 1 - m_block), m fastest and reversed; or, tile-major
+// (local_tile_major), blockIdx.x = i B H + b H + h with the i-th heaviest tile m_block = n_m - 1 - i
+// (left unbounded: later queries see more keys) or i (right unbounded).
 struct LocalQueryBlock {
     int m_block, h, hk;   // hk: the kv head of query head h
     int64_t b;
@@ -34,8 +40,15 @@ struct LocalQueryBlock {
 FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m) {
     int64_t bid = blockIdx.x;
     LocalQueryBlock q;
-    q.m_block = n_m - 1 - static_cast<int>(bid % n_m);
-    bid /= n_m;
+    if (p.tile_major) {
+        const int64_t bh = int64_t(p.B) * p.H;
+        const int i = static_cast<int>(bid / bh);
+        bid -= i * bh;
+        q.m_block = p.left < 0 ? n_m - 1 - i : i;
+    } else {
+        q.m_block = n_m - 1 - static_cast<int>(bid % n_m);
+        bid /= n_m;
+    }
     q.h = static_cast<int>(bid % p.H);
     q.b = bid / p.H;
     q.hk = q.h / p.group;
