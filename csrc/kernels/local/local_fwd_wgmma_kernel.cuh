@@ -120,6 +120,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     auto issue_kv = [&](int it) {   // all kWG warpgroups; tiles past the band or L are loaded / zero-filled and masked
 #pragma unroll
         for (int t = 0; t < kT; ++t) {
+            // (128-key steps: a second tile past the band is not loaded: its step is a half step)
+            if (t > 0 && kt_first + it * kT + t > kt_last) break;
             const int key0 = (kt_first + it * kT + t) * kTileN;
             load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
             load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
@@ -165,6 +167,24 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(v_stage(it), kk), 1);
         wgmma_commit();
     };
+    // Half step (128-key steps, kT = 2): the step's second tile lies past the band, which happens
+    // on the last step when the band spans an odd number of tiles (every other query tile of a
+    // causal band: its diagonal tile is the first of a step). S of the first 64 keys only (m64n64;
+    // the other half of s is set to 0, and the masked softmax sets it to -inf as every key past the
+    // band), and P v over those 64 keys (P is 0 beyond them): half the products of a full step.
+    // Bitwise the same out and lse as the full step (the skipped terms were 0 x v).
+    auto issue_s_half = [&](int it) {
+        float(&s_lo)[kTileN / 8][4] = *reinterpret_cast<float(*)[kTileN / 8][4]>(&s[0][0]);
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks)
+            wgmma_s<Element, kTileN>(s_lo, qk_desc(sQ, ks), qk_desc(k_stage(it), ks), ks > 0);
+        wgmma_commit();
+    };
+    auto issue_pv_half = [&](int it) {
+#pragma unroll
+        for (int kk = 0; kk < kTileN / 16; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(v_stage(it), kk), 1);
+        wgmma_commit();
+    };
 
     // Top of step it: step it's copies landed for every thread and every warp finished step
     // it - 1, so step it + 1 may go to the stages of step it - 1.
@@ -177,20 +197,33 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         cp_async_commit();
 
         const int kt = kt_first + it * kT;
-        if (kWG == 1 || (my_first <= kt + kT - 1 && kt <= my_last)) {   // warpgroup-uniform
+        // One step, fence to wait; a half step is a separate copy of the whole sequence (with the
+        // choice between the products inside one sequence, ptxas serialised the wgmmas, C7520).
+        auto step = [&](auto half_step) {
+            constexpr bool kHalfStep = decltype(half_step)::value;
             wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
-            issue_s(it);
+            if constexpr (kHalfStep) issue_s_half(it);
+            else issue_s(it);
             wgmma_wait<0>();
             wgmma_fence_operand(s);
+            if constexpr (kHalfStep) {   // define the other half (masked below) so no stale value stays live
+#pragma unroll
+                for (int nt = kTileN / 8; nt < kNT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+            }
             float corr[2];
             softmax_tile(it, corr);
 #pragma unroll
             for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
             pack_p();
             wgmma_fence();
-            issue_pv(it);
+            if constexpr (kHalfStep) issue_pv_half(it);
+            else issue_pv(it);
             wgmma_wait<0>();
             wgmma_fence_operand(o_acc);
+        };
+        if (kWG == 1 || (my_first <= kt + kT - 1 && kt <= my_last)) {   // warpgroup-uniform
+            if (kT == 2 && kt + 1 > kt_last) step(std::true_type{});      // CTA-uniform (kWG = 1)
+            else step(std::false_type{});
         }
     }
 
