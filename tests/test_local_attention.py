@@ -387,8 +387,9 @@ def test_deterministic(device):
     ((100, 0, 1), 900, 4, 4, 64),      # both sides bounded: (b, h)-major by default
 ], ids=["causal", "block-causal", "right-unbounded", "causal-d32", "banded"])
 def test_cta_order_is_bitwise_neutral(monkeypatch, dtype_name, band, L, H, Hkv, d):
-    """The CTA order (tile-major, heaviest tile first, where one side of the band is unbounded;
-    FWA_LOCAL_TILE_MAJOR forces either, read per call) only changes which CTA computes which tile:
+    """The CTA order (tile-major, heaviest tile first, where one side of the band is unbounded and
+    k / v take at most 64 MB; FWA_LOCAL_TILE_MAJOR forces either, read per call) only changes which
+    CTA computes which tile:
     out, lse and every gradient are bitwise the same in both orders, and right against float64."""
     dtype = DTYPES[dtype_name]
     q, k, v, dout = make_qkv(2, H, Hkv, L, d, dtype=dtype, device="cuda", layout="packed", seed=L + d)

@@ -61,7 +61,9 @@ void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, 
     p.right = static_cast<int>(band.right);
     p.block = static_cast<int>(band.block);
     p.scale = static_cast<float>(scale);
-    p.tile_major = fwa::local_tile_major_order(band);
+    // k and v of every (b, kv head), at 2 bytes per element (fp32 runs the SIMT kernels, which
+    // ignore the order)
+    p.tile_major = fwa::local_tile_major_order(band, s.B * s.Hkv * s.L * s.d * 2 * 2);
 }
 
 std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,

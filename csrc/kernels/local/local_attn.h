@@ -105,8 +105,15 @@ inline int local_fwd_default_warpgroups(int head_dim, int64_t L, int64_t batch_h
 // kernel times, session 21 run 2): block256x16 forward 0.122 -> 0.092 ms, key side 0.200 -> 0.168,
 // query side 0.135 -> 0.103; causal forward 0.253 -> 0.246, backward unchanged. Other bands keep
 // (b, h)-major order: their tiles carry equal work except at the ends, and consecutive CTAs share
-// k / v in L2. FWA_LOCAL_TILE_MAJOR=0 / 1 forces either order (A/B timing, tests).
-bool local_tile_major_order(const LocalBand& band);
+// k / v in L2. Tile-major also gives that sharing up: the resident CTAs of one tile rank belong to
+// every (b, h) and each reads its own k / v (ncu at causal B8 H16 L2048, k and v 64 MB: L2 hits
+// 50 %, session 21 run 5). So it is the default only up to kLocalTileMajorMaxBytes of k and v in
+// all (`kv_bytes`), the largest footprint measured to gain; bigger problems keep the (b, h)-major
+// order of sessions 1-20 (tools/patches/local-tile-major-grouped-UNTESTED.patch: tile-major within
+// groups of heads sized to the L2, not yet measured). FWA_LOCAL_TILE_MAJOR=0 / 1 forces either
+// order (A/B timing, tests).
+constexpr int64_t kLocalTileMajorMaxBytes = int64_t(64) << 20;
+bool local_tile_major_order(const LocalBand& band, int64_t kv_bytes);
 
 // float32 inputs: full-precision SIMT kernels (local_simt_fp32.cu), one warp per row, d <= 256.
 constexpr int kLocalSimtMaxHeadDim = 256;

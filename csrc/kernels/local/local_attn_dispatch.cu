@@ -63,12 +63,12 @@ int local_fwd_keys_per_step(int fallback) {
     return forced != 0 ? forced : fallback;
 }
 
-bool local_tile_major_order(const LocalBand& band) {
+bool local_tile_major_order(const LocalBand& band, int64_t kv_bytes) {
     // Read per call (not cached like the switches above) so that a test can compare both orders
     // in one process.
     const char* e = std::getenv("FWA_LOCAL_TILE_MAJOR");
     if (e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0') return e[0] == '1';
-    return (band.left < 0) != (band.right < 0);
+    return (band.left < 0) != (band.right < 0) && kv_bytes <= kLocalTileMajorMaxBytes;
 }
 
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
