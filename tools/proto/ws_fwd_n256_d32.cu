@@ -23,7 +23,7 @@
 // Build and run on the GPU machine (sm_90a), next to the first prototype:
 //   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -Icsrc -Itools/proto -Xptxas -v \
 //        tools/proto/ws_fwd_n256_d32.cu -o /tmp/ws && /tmp/ws [windows]
-//   (-DPROTO_STAGES=2|3|4, -DPROTO_NO_PINGPONG to drop the turn-taking)
+//   (-DPROTO_STAGES=3|4, -DPROTO_NO_PINGPONG to drop the turn-taking)
 // It prints the max error against a float64 CPU reference on 4 windows and the median time, to
 // compare with wgmma_fwd_n256_d32.cu (session 18: 3 warpgroups 0.261 ms at 6144 windows; the
 // product's V2 (1024, 6, 256) forward 0.376 ms in session 20).
@@ -56,6 +56,10 @@ constexpr uint32_t kStageBytes = kQBytes + kKBytes + kVBytes;   // 36 KB: 1024-a
 constexpr uint32_t kStripBytes = uint32_t(kM) * kBmPitch * 4;
 constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + kStripBytes + 16 * kStages;
 static_assert(kStageBytes % 1024 == 0 && kStripBytes % 8 == 0, "alignment");
+// A consumer holds its previous window's stage (for that window's P v) while it waits for its next
+// window, which is 2 windows later in the producer's order: with 2 stages both are the same stage
+// (deadlock); 3 or more keep them apart.
+static_assert(kStages >= 3, "at least 3 stages");
 
 // 64-byte swizzle: row r of a tile is 64 bytes (4 chunks of 16 bytes); chunk j sits at chunk
 // position j ^ ((r >> 1) & 3) (layout type 2; checked on the H100 by the first prototype).
@@ -166,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_fwd_kernel(const ProtoParams p
                 }
                 cp_async_mbar_arrive(full_bar(s));
             }
-            cp_async_wait<0>();   // leave no copy of this thread in flight at exit
+            asm volatile("cp.async.wait_all;" ::: "memory");   // no copy of this thread in flight at exit (none is committed)
         }
         return;
     }
