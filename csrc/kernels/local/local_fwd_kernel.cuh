@@ -31,7 +31,7 @@ namespace fwa {
 // The (query tile, query head, batch) of a query-side CTA (the forward kernels and the backward's
 // query side) over n_m query tiles (of 64 rows, or of kWG x 64 in the multi-warpgroup forward):
 // blockIdx.x = (b H + h) n_m + (n_m - 1 - m_block), m fastest and reversed; or, tile-major
-// (local_tile_major), blockIdx.x = i B H + b H + h with the i-th heaviest tile m_block = n_m - 1 - i
+// (LocalFwdParams::tile_major), blockIdx.x = i B H + b H + h with the i-th heaviest tile m_block = n_m - 1 - i
 // (left unbounded: later queries see more keys) or i (right unbounded).
 struct LocalQueryBlock {
     int m_block, h, hk;   // hk: the kv head of query head h
