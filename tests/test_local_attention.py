@@ -382,15 +382,15 @@ def test_deterministic(device):
 @pytest.mark.parametrize("band,L,H,Hkv,d", [
     ((-1, 0, 1), 1000, 4, 2, 64),      # plain causal: tile-major by default
     ((-1, 0, 128), 1100, 2, 2, 128),   # block-causal spanning the sequence (video)
-    ((3, -1, 64), 700, 8, 1, 64),      # right unbounded: tile-major, lightest tile first reversed
+    ((3, -1, 64), 700, 8, 1, 64),      # right unbounded: tile-major, tiles ascending (heaviest first)
     ((-1, 0, 1), 333, 2, 1, 32),       # d = 32: the mma.sync kernels
     ((100, 0, 1), 900, 4, 4, 64),      # both sides bounded: (b, h)-major by default
 ], ids=["causal", "block-causal", "right-unbounded", "causal-d32", "banded"])
 def test_cta_order_is_bitwise_neutral(monkeypatch, dtype_name, band, L, H, Hkv, d):
     """The CTA order (tile-major, heaviest tile first, where one side of the band is unbounded and
     k / v take at most 64 MB; FWA_LOCAL_TILE_MAJOR forces either, read per call) only changes which
-    CTA computes which tile:
-    out, lse and every gradient are bitwise the same in both orders, and right against float64."""
+    CTA computes which tile: out, lse and every gradient are bitwise the same in both orders, and
+    right against float64."""
     dtype = DTYPES[dtype_name]
     q, k, v, dout = make_qkv(2, H, Hkv, L, d, dtype=dtype, device="cuda", layout="packed", seed=L + d)
     results = []
