@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kernels/wgmma.cuh"
+#include "proto_harness.h"
 #include "wgmma_proto_ops.inc"
 
 using namespace fwa;
@@ -49,7 +50,7 @@ namespace {
 #ifndef PROTO_STAGES
 #define PROTO_STAGES 4
 #endif
-constexpr int kN = 256, kD = 32, kM = 64, kWG = 128, kThreads = 3 * kWG, kStages = PROTO_STAGES;
+constexpr int kN = proto::kN, kD = proto::kD, kM = 64, kWG = 128, kThreads = 3 * kWG, kStages = PROTO_STAGES;
 constexpr int kBmPitch = kN + 8;   // fp32 pitch of the strip (conflict-free float2 reads)
 constexpr uint32_t kQBytes = kM * 64, kKBytes = kN * 64, kVBytes = kN * 64;
 constexpr uint32_t kStageBytes = kQBytes + kKBytes + kVBytes;   // 36 KB: 1024-aligned stages
@@ -322,48 +323,19 @@ __global__ void __launch_bounds__(kThreads, 1) ws_fwd_kernel(const ProtoParams p
 #endif
 }
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    const int W = argc > 1 ? std::atoi(argv[1]) : 6144;
-    const float scale = 1.f / std::sqrt(float(kD));
-    std::vector<__nv_bfloat16> hq(size_t(W) * kN * kD), hk(hq.size()), hv(hq.size());
-    std::vector<float> hbm(kN * kN);
-    uint64_t st = 12345;
-    auto rnd = [&]() { st = st * 6364136223846793005ull + 1442695040888963407ull; return float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f; };
-    for (auto& x : hq) x = __float2bfloat16(2.f * rnd());
-    for (auto& x : hk) x = __float2bfloat16(2.f * rnd());
-    for (auto& x : hv) x = __float2bfloat16(rnd());
-    for (int i = 0; i < kN; ++i)
-        for (int j = 0; j < kN; ++j) hbm[i * kN + j] = (4.f * rnd() + ((i / 64 + j / 64) % 3 == 0 ? -100.f : 0.f)) * 1.4426950408889634f;
-
-    __nv_bfloat16 *dq, *dk, *dv, *dout;
-    float* dbm;
-    const size_t bytes = hq.size() * sizeof(__nv_bfloat16);
-    check(cudaMalloc(&dq, bytes), "malloc");
-    check(cudaMalloc(&dk, bytes), "malloc");
-    check(cudaMalloc(&dv, bytes), "malloc");
-    check(cudaMalloc(&dout, bytes), "malloc");
-    check(cudaMalloc(&dbm, hbm.size() * sizeof(float)), "malloc");
-    check(cudaMemcpy(dq, hq.data(), bytes, cudaMemcpyHostToDevice), "copy");
-    check(cudaMemcpy(dk, hk.data(), bytes, cudaMemcpyHostToDevice), "copy");
-    check(cudaMemcpy(dv, hv.data(), bytes, cudaMemcpyHostToDevice), "copy");
-    check(cudaMemcpy(dbm, hbm.data(), hbm.size() * sizeof(float), cudaMemcpyHostToDevice), "copy");
-    check(cudaMemset(dout, 0xFF, bytes), "poison");   // NaN pattern: unwritten outputs show
+    using proto::check;
+    const proto::Problem pr = proto::make_problem(argc > 1 ? std::atoi(argv[1]) : 6144);
+    const int W = pr.W;
 
     check(cudaFuncSetAttribute(ws_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)), "attr");
     int ctas = 0, sms = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, ws_fwd_kernel, kThreads, kSmemBytes), "occupancy");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
     const int grid = std::max(4, std::min(sms * ctas / 4 * 4, W * 4));
-    ProtoParams p{dq, dk, dv, dout, dbm, W, scale * 1.4426950408889634f};
+    ProtoParams p{pr.dq, pr.dk, pr.dv, pr.dout, pr.dbm, W, pr.scale * 1.4426950408889634f};
 #ifdef PROTO_NO_PINGPONG
     const char* pp = "off";
 #else
@@ -374,55 +346,12 @@ int main(int argc, char** argv) {
     ws_fwd_kernel<<<grid, kThreads, kSmemBytes>>>(p);
     check(cudaGetLastError(), "launch");
     check(cudaDeviceSynchronize(), "run");
-    std::vector<__nv_bfloat16> ho(hq.size());
-    check(cudaMemcpy(ho.data(), dout, bytes, cudaMemcpyDeviceToHost), "copy back");
+    const std::vector<__nv_bfloat16> ho = proto::copy_out(pr);
     size_t unwritten = 0;
     for (const auto& x : ho) unwritten += std::isnan(__bfloat162float(x)) ? 1 : 0;
     std::printf("NaN (unwritten) outputs: %zu of %zu\n", unwritten, ho.size());
-
-    // float64 reference on a few windows
-    double max_err = 0.0;
-    const int check_w[4] = {0, 1, W / 2, W - 1};
-    for (int wi : check_w) {
-        for (int i = 0; i < kN; ++i) {
-            std::vector<double> srow(kN);
-            double mx = -1e300;
-            for (int j = 0; j < kN; ++j) {
-                double acc = 0.0;
-                for (int c = 0; c < kD; ++c)
-                    acc += double(__bfloat162float(hq[(size_t(wi) * kN + i) * kD + c])) *
-                           double(__bfloat162float(hk[(size_t(wi) * kN + j) * kD + c]));
-                srow[j] = acc * scale + double(hbm[i * kN + j]) / 1.4426950408889634;
-                mx = std::max(mx, srow[j]);
-            }
-            double l = 0.0;
-            for (int j = 0; j < kN; ++j) l += (srow[j] = std::exp(srow[j] - mx));
-            for (int c = 0; c < kD; ++c) {
-                double o = 0.0;
-                for (int j = 0; j < kN; ++j) o += srow[j] / l * double(__bfloat162float(hv[(size_t(wi) * kN + j) * kD + c]));
-                const double got = double(__bfloat162float(ho[(size_t(wi) * kN + i) * kD + c]));
-                const double err = std::isnan(got) ? 1e30 : std::fabs(got - o);
-                max_err = std::max(max_err, err);
-            }
-        }
-    }
-    std::printf("max |out - ref64| over 4 windows: %.3e (bf16 output rounding ~4e-3 at |out| <= 1)\n", max_err);
-
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    std::vector<float> ms;
-    for (int it = 0; it < 30; ++it) {
-        cudaEventRecord(a);
-        ws_fwd_kernel<<<grid, kThreads, kSmemBytes>>>(p);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float t = 0.f;
-        cudaEventElapsedTime(&t, a, b);
-        if (it >= 5) ms.push_back(t);
-    }
-    check(cudaGetLastError(), "timed launches");
-    std::sort(ms.begin(), ms.end());
-    std::printf("W = %d windows: median %.4f ms (min %.4f)\n", W, ms[ms.size() / 2], ms.front());
+    std::printf("max |out - ref64| over 4 windows: %.3e (bf16 output rounding ~4e-3 at |out| <= 1)\n",
+                proto::max_error_vs_ref64(pr, ho));
+    proto::time_and_print(W, [&] { ws_fwd_kernel<<<grid, kThreads, kSmemBytes>>>(p); });
     return 0;
 }
