@@ -384,23 +384,31 @@ def test_deterministic(device):
     ((-1, 0, 128), 1100, 2, 2, 128),   # block-causal spanning the sequence (video)
     ((3, -1, 64), 700, 8, 1, 64),      # right unbounded: tile-major, tiles ascending (heaviest first)
     ((-1, 0, 1), 333, 2, 1, 32),       # d = 32: the mma.sync kernels
-    ((100, 0, 1), 900, 4, 4, 64),      # both sides bounded: (b, h)-major by default
+    ((100, 0, 1), 900, 6, 3, 64),      # both sides bounded: slice-major by default
 ], ids=["causal", "block-causal", "right-unbounded", "causal-d32", "banded"])
 def test_cta_order_is_bitwise_neutral(monkeypatch, dtype_name, band, L, H, Hkv, d):
-    """The CTA order (tile-major, heaviest tile first, where one side of the band is unbounded and
-    k / v take at most 64 MB; FWA_LOCAL_TILE_MAJOR forces either, read per call) only changes which
-    CTA computes which tile: out, lse and every gradient are bitwise the same in both orders, and
-    right against float64."""
+    """The CTA order (tile-major, heaviest tile first, in groups of (b, head) slices whose k / v fit
+    a share of the L2, where one side of the band is unbounded; FWA_LOCAL_TILE_MAJOR=0 forces
+    slice-major, =1 one group of every slice, FWA_LOCAL_TILE_GROUP=G groups of G, all read per
+    call) only changes which CTA computes which tile: out, lse and every gradient are bitwise the
+    same in every order (groups of 3 leave a smaller last group: 2 H or 2 Hkv slices are not
+    multiples of 3 here), and right against float64."""
     dtype = DTYPES[dtype_name]
     q, k, v, dout = make_qkv(2, H, Hkv, L, d, dtype=dtype, device="cuda", layout="packed", seed=L + d)
-    results = []
-    for order in ("0", "1"):
-        monkeypatch.setenv("FWA_LOCAL_TILE_MAJOR", order)
+    orders = {"default": {}, "slice-major": {"FWA_LOCAL_TILE_MAJOR": "0"},
+              "one group": {"FWA_LOCAL_TILE_MAJOR": "1"}, "groups of 3": {"FWA_LOCAL_TILE_GROUP": "3"}}
+    results = {}
+    for name, env in orders.items():
+        monkeypatch.delenv("FWA_LOCAL_TILE_MAJOR", raising=False)
+        monkeypatch.delenv("FWA_LOCAL_TILE_GROUP", raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
         out, lse = fwd_op(q, k, v, *band, d ** -0.5)
-        results.append([out.detach(), lse, *torch.autograd.grad(out, (q, k, v), dout)])
-    for name, a, b in zip(("out", "lse", "dq", "dk", "dv"), *results):
-        assert torch.equal(a, b), f"{name} differs between the two CTA orders"
-    out = results[1]
+        results[name] = [out.detach(), lse, *torch.autograd.grad(out, (q, k, v), dout)]
+    for order in orders:
+        for name, a, b in zip(("out", "lse", "dq", "dk", "dv"), results["default"], results[order]):
+            assert torch.equal(a, b), f"{name} differs between the default CTA order and {order}"
+    out = results["default"]
     ours = {"out": out[0], "dq": out[2], "dk": out[3], "dv": out[4]}
     ref64 = reference_results(q, k, v, dout, band, d ** -0.5, torch.float64)
     reflp = reference_results(q, k, v, dout, band, d ** -0.5, dtype)

@@ -20,21 +20,34 @@
 namespace fwa {
 
 constexpr int kPPitch = kTileN + 8;   // smem pitch (elements) of the P and dS tiles
+// fp32 pitch of the bm tile: 68 keeps its float2 reads at the minimum 2 wavefronts (the rows of a
+// warp's read start 4 banks apart) and 16-byte rows for cp.async. Its rows' 4 padding floats hold
+// the key inverse norms: key j's at float (j / 4) * 68 + 64 + j % 4 of the tile (rows 0-15), so
+// keys 2i and 2i + 1 stay one float2.
+constexpr int kBwdSmallBmPitch = kTileN + 4;
+FWA_DEVICE int bwd_small_kinv_index(int j) { return (j >> 2) * kBwdSmallBmPitch + (j & 3); }
 
 template <int kHeadDim> struct BwdSmallSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
-    // q, k, v, dout: 2 stages; P and dS; key inverse norms (2 stages); bm tile (64 x 72 fp32).
+    // q, k, v, dout: 2 stages; P and dS; bm tile (64 x 68 fp32). The key inverse norms live in the
+    // bm tile's padding and the dalpha reduction in the bm tile after the last window (see the
+    // kernel): no other shared memory, static or dynamic. At d <= 32 that is 76800 bytes, so
+    // 3 CTAs per SM on an H100 (3 x (76800 + 1 KB reserved) = 228 KB, the SM's whole shared
+    // memory; with 78336 bytes and a 16-byte static array it held 2, ncu session 15 run 11).
     static constexpr size_t kBytes = size_t(8) * kTile * 2 + size_t(2) * kTileM * kPPitch * 2 +
-                                     2 * kTileN * sizeof(float) +
-                                     size_t(kTileM) * (kTileN + 8) * sizeof(float);
+                                     size_t(kTileM) * kBwdSmallBmPitch * sizeof(float);
 };
 
 // Minimum CTAs per SM for __launch_bounds__. At d >= 64 an explicit 1: given the thread count only,
 // ptxas capped the kernel at 168 registers and spilled 20 bytes at d = 64 (shared memory allows 2
 // CTAs there anyway); with 1 it takes 204 (197 with dropout) and spills nothing (session 15 run 13:
-// fwd+bwd (1024, 4, 64, 64) 0.346 -> 0.332 ms). At d <= 32, 0 leaves it unspecified: the same
-// SASS as with the thread count only (167 registers, 3 CTAs per SM).
-template <int kHeadDim> constexpr int bwd_small_min_blocks() { return kHeadDim <= 32 ? 0 : 1; }
+// fwd+bwd (1024, 4, 64, 64) 0.346 -> 0.332 ms). At d <= 32, 3: at most 168 registers, so that the
+// registers allow the 3 CTAs per SM that the shared memory allows (ptxas: 168 registers with 12
+// bytes of spill, 20 with dropout; uncapped it takes 175-176, 2 CTAs). Measured (H100, bf16,
+// session 22; ncu: shared-memory and register limits both 3 CTAs): the kernel 0.223-0.225 ->
+// 0.195-0.196 ms at (4096, 3, 64), 0.164 -> 0.140 at V1 (4096, 3, 49), 0.062-0.063 -> 0.054 at
+// (256, 12, 64); d = 64 (its SASS changed with the kinv layout) 0.138-0.139 -> 0.139.
+template <int kHeadDim> constexpr int bwd_small_min_blocks() { return kHeadDim <= 32 ? 3 : 1; }
 
 template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(kNumThreads, bwd_small_min_blocks<kHeadDim>())
@@ -45,7 +58,7 @@ window_attn_bwd_small_kernel(const BwdParams p) {
     constexpr int kTile = TileShape<kHeadDim>::kElems;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
-    constexpr int kBmPitch = kTileN + 8;
+    constexpr int kBmPitch = kBwdSmallBmPitch;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Element* sQ = reinterpret_cast<Element*>(smem_raw);
@@ -54,8 +67,11 @@ window_attn_bwd_small_kernel(const BwdParams p) {
     Element* sO = sV + 2 * kTile;   // dout
     Element* sP = sO + 2 * kTile;
     Element* sG = sP + kTileM * kPPitch;
-    float* sKinv = reinterpret_cast<float*>(sG + kTileM * kPPitch);
-    float* sBm = sKinv + 2 * kTileN;
+    float* sBm = reinterpret_cast<float*>(sG + kTileM * kPPitch);
+    // Key inverse norms (V2), one buffer: kinv[bwd_small_kinv_index(j)], in the bm tile's padding
+    // (never written by its copy nor read as bias+mask). Written after each window's first barrier,
+    // last read before the next window's.
+    float* kinv = sBm + kTileN;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -113,8 +129,7 @@ window_attn_bwd_small_kernel(const BwdParams p) {
         const Element* tK = sK + st;
         const Element* tV = sV + st;
         const Element* tO = sO + st;
-        float* kinv = sKinv + (item & 1) * kTileN;
-        if (cosine) tile_row_inv_norms<Element, kHeadDim>(tK, kinv, tid);
+        if (cosine) tile_row_inv_norms<Element, kHeadDim, false, kBwdSmallBmPitch>(tK, kinv, tid);
 
         // S = q kᵀ and dP = dout vᵀ for this warp's 16 query rows.
         float s[kNT][4], dp[kNT][4];
@@ -163,7 +178,7 @@ window_attn_bwd_small_kernel(const BwdParams p) {
                     const int c = nt * 8 + 2 * t4;
                     float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
                     if constexpr (kCos) {
-                        const float2 kf = *reinterpret_cast<const float2*>(kinv + c);
+                        const float2 kf = *reinterpret_cast<const float2*>(kinv + bwd_small_kinv_index(c));
                         c0 *= q_inv[r] * kf.x;
                         c1 *= q_inv[r] * kf.y;
                     }
@@ -241,7 +256,7 @@ window_attn_bwd_small_kernel(const BwdParams p) {
         {
             float dq[kDT][4];
             zero_acc(dq);
-            warp_mma_pb<kHeadDim>(dq, dp, cosine ? kinv : nullptr, tK, lane);
+            warp_mma_pb<kHeadDim, Element, kBwdSmallBmPitch>(dq, dp, cosine ? kinv : nullptr, tK, lane);
             warp_store_grad_rows<kHeadDim>(
                 dq, cosine, tQ, warp * 16, q_inv, grad_f,
                 static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
@@ -271,8 +286,8 @@ window_attn_bwd_small_kernel(const BwdParams p) {
             }
             // dv = acc; dk: V1 scale dk', V2 alpha/||k|| (dk' - k̂ <k̂, dk'>).
             const TensorRef& dst = which == 0 ? p.dv : p.dk;
-            const float k_inv[2] = {cosine ? kinv[key + (lane >> 2)] : 1.f,
-                                    cosine ? kinv[key + (lane >> 2) + 8] : 1.f};
+            const float k_inv[2] = {cosine ? kinv[bwd_small_kinv_index(key + (lane >> 2))] : 1.f,
+                                    cosine ? kinv[bwd_small_kinv_index(key + (lane >> 2) + 8)] : 1.f};
             warp_store_grad_rows<kHeadDim>(
                 acc, which == 1 && cosine, tK, key, k_inv, which == 1 ? grad_f : 1.f,
                 static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride,
@@ -294,7 +309,12 @@ window_attn_bwd_small_kernel(const BwdParams p) {
             }
     }
     if (cosine) {
-        __shared__ float red[kNumThreads / 32];
+        // The bm tile is free: its last reads (the last window's softmax) precede that window's
+        // "P and dS tiles complete" barrier, which every warp has passed; and its copy has landed
+        // (waited for at the first window's top; a CTA with no window waits here).
+        float* red = sBm;
+        cp_async_wait<0>();
+        __syncthreads();
         const float v = warp_sum(dalpha_acc);
         if (lane == 0) red[warp] = v;
         __syncthreads();

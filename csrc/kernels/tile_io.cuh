@@ -143,9 +143,10 @@ FWA_DEVICE void accumulate_sumsq(const uint32_t (&a)[4], float& ss0, float& ss1)
     x = Tr::unpack(a[3]); ss1 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss1));
 }
 
-// Inverse norms of the 64 rows of a tile, 2 threads per row, written to out[64] (kFast: through
-// inv_norm_from_sumsq_fast, for the forward).
-template <typename Element, int kHeadDim, bool kFast = false>
+// Inverse norms of the 64 rows of a tile, 2 threads per row, written to out[row] (kFast: through
+// inv_norm_from_sumsq_fast, for the forward), or with kGroupPitch > 0 in groups of 4 rows
+// kGroupPitch floats apart, out[(row / 4) * kGroupPitch + row % 4] (the small-window backward).
+template <typename Element, int kHeadDim, bool kFast = false, int kGroupPitch = 0>
 FWA_DEVICE void tile_row_inv_norms(const Element* tile, float* out, int tid) {
     using Tr = ElementTraits<Element>;
     const int row = tid >> 1, half = tid & 1;
@@ -162,7 +163,8 @@ FWA_DEVICE void tile_row_inv_norms(const Element* tile, float* out, int tid) {
         }
     }
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    if (half == 0) out[row] = kFast ? inv_norm_from_sumsq_fast(ss) : inv_norm_from_sumsq(ss);
+    const int idx = kGroupPitch > 0 ? (row >> 2) * kGroupPitch + (row & 3) : row;
+    if (half == 0) out[idx] = kFast ? inv_norm_from_sumsq_fast(ss) : inv_norm_from_sumsq(ss);
 }
 
 }  // namespace fwa

@@ -37,9 +37,11 @@ FWA_DEVICE void warp_mma_abt(float (&acc)[kTileN / 8][4], const Element* tA, int
 }
 
 // acc (16 x kHeadDim) += P · B: P (16 x 64) given as the C fragments of an earlier product,
-// optionally scaled per column by col_scale[64] (shared memory), rounded to Element; B = the 64 x
-// kHeadDim tile tB stored [k][n] (e.g. out = P v, dq' = dS k, dv = Pᵀ dout).
-template <int kHeadDim, typename Element>
+// optionally scaled per column j by col_scale[j] (shared memory; with kScaleGroupPitch > 0 in
+// groups of 4 columns kScaleGroupPitch floats apart, col_scale[(j / 4) * kScaleGroupPitch + j % 4]),
+// rounded to Element; B = the 64 x kHeadDim tile tB stored [k][n] (e.g. out = P v, dq' = dS k,
+// dv = Pᵀ dout).
+template <int kHeadDim, typename Element, int kScaleGroupPitch = 0>
 FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTileN / 8][4],
                             const float* col_scale, const Element* tB, int lane) {
     using Tr = ElementTraits<Element>;
@@ -48,8 +50,9 @@ FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTil
     for (int kk = 0; kk < kTileN / 16; ++kk) {
         float f[4] = {1.f, 1.f, 1.f, 1.f};
         if (col_scale != nullptr) {
-            const float2 f0 = *reinterpret_cast<const float2*>(col_scale + kk * 16 + 2 * t4);
-            const float2 f1 = *reinterpret_cast<const float2*>(col_scale + kk * 16 + 8 + 2 * t4);
+            auto at = [&](int j) { return kScaleGroupPitch > 0 ? (j >> 2) * kScaleGroupPitch + (j & 3) : j; };
+            const float2 f0 = *reinterpret_cast<const float2*>(col_scale + at(kk * 16 + 2 * t4));
+            const float2 f1 = *reinterpret_cast<const float2*>(col_scale + at(kk * 16 + 8 + 2 * t4));
             f[0] = f0.x; f[1] = f0.y; f[2] = f1.x; f[3] = f1.y;
         }
         uint32_t a[4];

@@ -61,9 +61,11 @@ void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, 
     p.right = static_cast<int>(band.right);
     p.block = static_cast<int>(band.block);
     p.scale = static_cast<float>(scale);
-    // k and v of every (b, kv head), at 2 bytes per element (fp32 runs the SIMT kernels, which
-    // ignore the order)
-    p.tile_major = fwa::local_tile_major_order(band, s.B * s.Hkv * s.L * s.d * 2 * 2);
+    // Bytes per slice that the resident CTAs of one tile rank read in full: k / v of a query head's
+    // kv head (shared by the group's query heads), q / dout of a kv head's query heads.
+    const int64_t elem = 2, kv_bytes = s.L * s.d * elem * 2;
+    p.tile_group = fwa::local_tile_group(band, s.B * s.H, (kv_bytes + p.group - 1) / p.group);
+    p.kv_tile_group = fwa::local_tile_group(band, s.B * s.Hkv, kv_bytes * p.group);
 }
 
 std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,

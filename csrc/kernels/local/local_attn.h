@@ -34,9 +34,10 @@ struct LocalFwdParams {
     // Normalised band (normalize_local_band): left / right -1 = unbounded, 1 <= block <= L.
     int left = -1, right = -1, block = 1;
     float scale = 1.f;      // multiplies q · k
-    // CTA order of the query-side and key-side kernels (local_query_block, the key-side kernel):
-    // false, (b, h)-major; true, tile-major, heaviest tile first (local_tile_major_order).
-    bool tile_major = false;
+    // CTA order (local_cta_tile) of the query-side kernels (forward, backward query side) over the
+    // (b, h) slices and of the key-side kernel over the (b, hk) slices: 0, slice-major; G > 0,
+    // tile-major, heaviest tile first, within groups of G slices (local_tile_group).
+    int tile_group = 0, kv_tile_group = 0;
 
     FWA_BAND_HD LocalBand band() const {
         LocalBand b;
@@ -95,25 +96,29 @@ inline int local_fwd_default_warpgroups(int head_dim, int64_t L, int64_t batch_h
     return ctas >= 4 * int64_t(sms) ? 3 : 1;
 }
 
-// CTA order of the fp16 / bf16 kernels for a normalised band. Where exactly one side is unbounded
-// (causal-like: left = -1, as plain causal or a block-causal video window spanning the sequence;
-// or right = -1) a tile's work grows (shrinks) linearly along the sequence, to up to n_tiles times
-// the lightest tile's. In (b, h)-major order the heaviest tiles of the last heads start in the
-// grid's last wave and run on alone (a list-scheduling model of 3 CTAs per SM gives 1.11x the
-// balanced time for causal B8 H16 L2048, 1.57x for block256x16 B1 H12 L4096 with its 1.9 waves);
-// tile-major, heaviest first (the longest-first rule), gives 1.00-1.03x. Measured (H100, bf16,
-// kernel times, session 21 run 2): block256x16 forward 0.122 -> 0.092 ms, key side 0.200 -> 0.168,
-// query side 0.135 -> 0.103; causal forward 0.253 -> 0.246, backward unchanged. Other bands keep
-// (b, h)-major order: their tiles carry equal work except at the ends, and consecutive CTAs share
-// k / v in L2. Tile-major also gives that sharing up: the resident CTAs of one tile rank belong to
-// every (b, h) and each reads its own k / v (ncu at causal B8 H16 L2048, k and v 64 MB: L2 hits
-// 50 %, session 21 run 5). So it is the default only up to kLocalTileMajorMaxBytes of k and v in
-// all (`kv_bytes`), the largest footprint measured to gain; bigger problems keep the (b, h)-major
-// order of sessions 1-20 (tools/patches/local-tile-major-grouped-UNTESTED.patch: tile-major within
-// groups of heads sized to the L2, not yet measured). FWA_LOCAL_TILE_MAJOR=0 / 1 forces either
-// order (A/B timing, tests).
-constexpr int64_t kLocalTileMajorMaxBytes = int64_t(64) << 20;
-bool local_tile_major_order(const LocalBand& band, int64_t kv_bytes);
+// CTA order of the fp16 / bf16 kernels (LocalFwdParams::tile_group, kv_tile_group) for a
+// normalised band, over `slices` slices whose k / v (query side) or q / dout (key side) take
+// `slice_bytes` each. Where exactly one side is unbounded (causal-like: left = -1, as plain causal
+// or a block-causal window spanning the sequence; or right = -1) a tile's work grows (shrinks)
+// linearly along the sequence, to up to n_tiles times the lightest tile's. In slice-major order the
+// heaviest tiles of the last slices start in the grid's last wave and run on alone (a
+// list-scheduling model of 3 CTAs per SM gives 1.11x the balanced time for causal B8 H16 L2048,
+// 1.57x for block256x16 B1 H12 L4096 with its 1.9 waves); tile-major, heaviest first (the
+// longest-first rule), gives 1.00-1.03x. But tile-major over every slice has every resident CTA
+// of a tile rank read its own slice's k / v: at causal B8 H16 L2048 that is 64 MB, more than the
+// L2 (ncu, session 21 run 5: 50 % L2 hits, 1.5 TB/s from DRAM). So the slices go in groups of G
+// whose k / v fit in kLocalTileGroupBytes (G >= 1; the model: 1.02x at causal with G = 32).
+// Measured (H100, bf16, kernel times, session 21): with one group, block256x16 forward 0.122 ->
+// 0.092 ms, key side 0.200 -> 0.168, query side 0.135 -> 0.103; causal forward 0.253 -> 0.246.
+// Groups of G (session 22, same call, 2 rounds): causal fwd+bwd 1.018-1.021 ms with one group ->
+// 0.995-1.000 with the default G = 32 (key side 0.448-0.450 -> 0.433-0.435, query side 0.279-0.281
+// -> 0.273-0.275, forward 0.245 -> 0.244); G = 16 1.004, G = 64 1.001-1.005; block256x16 (one
+// group of 12 either way) 0.376-0.383 ms.
+// Other bands stay slice-major (0): their tiles carry equal work except at the ends, and
+// consecutive CTAs share k / v in L2. FWA_LOCAL_TILE_MAJOR=0 forces slice-major, =1 one group of
+// every slice, and FWA_LOCAL_TILE_GROUP=G groups of G (A/B timing, tests); read per call.
+constexpr int64_t kLocalTileGroupBytes = int64_t(16) << 20;
+int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes);
 
 // float32 inputs: full-precision SIMT kernels (local_simt_fp32.cu), one warp per row, d <= 256.
 constexpr int kLocalSimtMaxHeadDim = 256;

@@ -2,6 +2,7 @@
 // instantiations (csrc/kernels/local/instantiations/). Torch-free.
 #include "local_attn.h"
 
+#include <climits>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -63,12 +64,19 @@ int local_fwd_keys_per_step(int fallback) {
     return forced != 0 ? forced : fallback;
 }
 
-bool local_tile_major_order(const LocalBand& band, int64_t kv_bytes) {
-    // Read per call (not cached like the switches above) so that a test can compare both orders
-    // in one process.
+int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes) {
+    // Read per call (not cached like the switches above) so that a test can compare the orders in
+    // one process.
+    const int64_t cap = slices < INT32_MAX ? slices : INT32_MAX;
     const char* e = std::getenv("FWA_LOCAL_TILE_MAJOR");
-    if (e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0') return e[0] == '1';
-    return (band.left < 0) != (band.right < 0) && kv_bytes <= kLocalTileMajorMaxBytes;
+    if (e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == '\0') return e[0] == '1' ? static_cast<int>(cap) : 0;
+    if (const char* g = std::getenv("FWA_LOCAL_TILE_GROUP")) {
+        const long long v = std::atoll(g);
+        if (v > 0) return static_cast<int>(v < cap ? v : cap);
+    }
+    if ((band.left < 0) == (band.right < 0)) return 0;
+    const int64_t g = slice_bytes > 0 ? kLocalTileGroupBytes / slice_bytes : cap;
+    return static_cast<int>(g < 1 ? 1 : (g < cap ? g : cap));
 }
 
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {

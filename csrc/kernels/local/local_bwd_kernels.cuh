@@ -193,22 +193,13 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
     const int n_kt = (L + kTileN - 1) / kTileN;
     const uint32_t sQ_u = smem_u32(sQ), sO_u = smem_u32(sO);
 
-    // CTA order (LocalFwdParams::tile_major): blockIdx.x = (b Hkv + hk) n_kt + n_block, or tile-major
-    // blockIdx.x = i B Hkv + b Hkv + hk with the i-th heaviest key tile n_block = i (left unbounded:
-    // earlier keys are seen by more queries) or n_kt - 1 - i (right unbounded).
-    int64_t bid = blockIdx.x;
-    int n_block;
-    if (p.tile_major) {
-        const int64_t bh = int64_t(p.B) * p.Hkv;
-        const int i = static_cast<int>(bid / bh);
-        bid -= i * bh;
-        n_block = p.left < 0 ? i : n_kt - 1 - i;
-    } else {
-        n_block = static_cast<int>(bid % n_kt);
-        bid /= n_kt;
-    }
-    const int hk = static_cast<int>(bid % p.Hkv);
-    const int64_t b = bid / p.Hkv;
+    // CTA order (local_cta_tile, LocalFwdParams::kv_tile_group): slices (b, hk) = b Hkv + hk; the
+    // key tile of rank i is n_block = i (slice-major, and tile-major with the left side unbounded:
+    // earlier keys are seen by more queries) or n_kt - 1 - i (tile-major, right unbounded).
+    const LocalCtaTile cta = local_cta_tile(p.kv_tile_group, int64_t(p.B) * p.Hkv, n_kt);
+    const int n_block = p.kv_tile_group > 0 && p.left >= 0 ? n_kt - 1 - cta.i : cta.i;
+    const int hk = static_cast<int>(cta.slice % static_cast<uint32_t>(p.Hkv));
+    const int64_t b = cta.slice / static_cast<uint32_t>(p.Hkv);
     const int key0 = n_block * kTileN;
 
     const LocalBand band = p.band();

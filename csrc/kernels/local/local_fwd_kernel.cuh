@@ -24,33 +24,52 @@
 
 namespace fwa {
 
-// CTA order (LocalFwdParams::tile_major, chosen by local_tile_major_order): (b, h)-major with the
-// tiles of one (b, h) consecutive, or tile-major, the i-th heaviest tile of every (b, h) before the
-// (i + 1)-th (longest first). Only which CTA computes what changes: every output is computed by the
-// same instructions either way (bitwise the same).
+// CTA order (LocalFwdParams::tile_group / kv_tile_group, chosen by local_tile_group): the grid
+// walks `slices` (b, head) slices of n tiles each. Group 0: slice-major, the tiles of one slice
+// consecutive (blockIdx = slice n + t). Group G > 0: the slices in consecutive groups of G, and
+// within a group tile-major, the i-th heaviest tile of each of its slices before the (i + 1)-th
+// (longest first). Returns the slice and the rank i of the CTA's tile within it (0 = the heaviest,
+// or, slice-major, the first tile visited). Only which CTA computes what changes: every output is
+// computed by the same instructions either way (bitwise the same).
+struct LocalCtaTile {
+    uint32_t slice;
+    int i;
+};
+// (32-bit arithmetic: the launchers cap the grid at 2^31 - 1 CTAs, so every index and product here
+// is below that; with 64-bit divisions ptxas serialised the 128-key forward's wgmmas, C7511.)
+FWA_DEVICE LocalCtaTile local_cta_tile(int group, int64_t slices, int n) {
+    const uint32_t bid = blockIdx.x, un = static_cast<uint32_t>(n);
+    LocalCtaTile c;
+    if (group > 0) {
+        const uint32_t g = static_cast<uint32_t>(group), per_group = g * un;
+        const uint32_t gi = bid / per_group, first = gi * g;
+        const uint32_t left = static_cast<uint32_t>(slices) - first;
+        const uint32_t gs = left < g ? left : g;   // the last group may be smaller
+        const uint32_t rem = bid - gi * per_group;
+        const uint32_t i = rem / gs;
+        c.i = static_cast<int>(i);
+        c.slice = first + (rem - i * gs);
+    } else {
+        c.slice = bid / un;
+        c.i = static_cast<int>(bid - c.slice * un);
+    }
+    return c;
+}
+
 // The (query tile, query head, batch) of a query-side CTA (the forward kernels and the backward's
-// query side) over n_m query tiles (of 64 rows, or of kWG x 64 in the multi-warpgroup forward):
-// blockIdx.x = (b H + h) n_m + (n_m - 1 - m_block), m fastest and reversed; or, tile-major
-// (LocalFwdParams::tile_major), blockIdx.x = i B H + b H + h with the i-th heaviest tile m_block = n_m - 1 - i
-// (left unbounded: later queries see more keys) or i (right unbounded).
+// query side) over n_m query tiles (of 64 rows, or of kWG x 64 in the multi-warpgroup forward),
+// slices (b, h) = b H + h; the tile of rank i is m_block = n_m - 1 - i (slice-major, and tile-major
+// with the left side unbounded: later queries see more keys) or i (tile-major, right unbounded).
 struct LocalQueryBlock {
     int m_block, h, hk;   // hk: the kv head of query head h
     int64_t b;
 };
 FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m) {
-    int64_t bid = blockIdx.x;
+    const LocalCtaTile c = local_cta_tile(p.tile_group, int64_t(p.B) * p.H, n_m);
     LocalQueryBlock q;
-    if (p.tile_major) {
-        const int64_t bh = int64_t(p.B) * p.H;
-        const int i = static_cast<int>(bid / bh);
-        bid -= i * bh;
-        q.m_block = p.left < 0 ? n_m - 1 - i : i;
-    } else {
-        q.m_block = n_m - 1 - static_cast<int>(bid % n_m);
-        bid /= n_m;
-    }
-    q.h = static_cast<int>(bid % p.H);
-    q.b = bid / p.H;
+    q.m_block = p.tile_group > 0 && p.left >= 0 ? c.i : n_m - 1 - c.i;
+    q.h = static_cast<int>(c.slice % static_cast<uint32_t>(p.H));
+    q.b = c.slice / static_cast<uint32_t>(p.H);
     q.hk = q.h / p.group;
     return q;
 }
