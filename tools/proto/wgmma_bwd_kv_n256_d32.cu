@@ -1,0 +1,337 @@
+// Prototype (not part of the package; written and run in session 22, H100): the key side of
+// the window backward at N = 256, d = 32 (dk, dv) on Hopper warpgroup MMA, to measure what a wgmma
+// port of bwd_tiled_kernels.cuh's key-side kernel would reach before writing it into csrc/
+// (benchmarks/NOTES.md, session 22 checklist item 1). Standalone: no torch, its own reference and
+// CUDA-event timing (proto_harness.h's problem: V1, one bias+mask strip for every window).
+//
+//   P = exp(S - lse), S = q kᵀ · scale + bm;  dP = dout vᵀ;  dS = P (dP - D), D = rowsum(dout ∘ out)
+//   dv = Pᵀ dout,  dk = scale · dSᵀ q
+//
+// One CTA = kGroups warpgroups on one 64-key block j of a chunk of windows (the bias+mask columns of
+// the block, 256 queries x 64 keys fp32, loaded into shared memory once per CTA); warpgroup g takes
+// the chunk's windows g, g + kGroups, ... Per window it copies k_j, v_j (64 rows), q and dout (256
+// rows, 64-byte-swizzled tiles), lse and D, then per 64-query block i:
+//   Sᵀ  (64 keys x 64 queries) = k_j q_iᵀ       2 wgmma m64n64k16, both operands K-major in smem
+//   dPᵀ (64 x 64)              = v_j dout_iᵀ    2 wgmma m64n64k16
+//   Pᵀ, dSᵀ elementwise in registers (each thread's keys are rows, its queries columns: lse, D per
+//   column from shared memory, bm read transposed from the strip, conflict-free at pitch 68)
+//   dv_j += Pᵀ dout_i, dk_j += dSᵀ q_i          4 + 4 wgmma m64n32k16, A = Pᵀ / dSᵀ packed to bf16 in
+//                                               registers, B = dout_i / q_i read MN-major (transposed)
+// so the products take 8 k16 steps of m64n64 and 8 of m64n32 per (key block, query block): no
+// recomputation beyond the key side's own (the product's key side also runs on mma.sync). dk and dv
+// are written in fp32 here (to check them tightly); the product would write its dtype.
+//
+// Build and run on the GPU machine (sm_90a):
+//   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -Icsrc -Itools/proto \
+//        tools/proto/wgmma_bwd_kv_n256_d32.cu -o /tmp/bkv && /tmp/bkv [windows]
+// It prints the max error of dk and dv against a float64 CPU reference on 4 windows (and the largest
+// reference value), the count of unwritten (NaN-poisoned) outputs, and the median time per call, to
+// compare with the product's key-side kernel at (1024, 6, 256) (6144 windows x heads;
+// tools/kernel_breakdown.py --configs 2: window_attn_bwd_kv_kernel).
+//
+// Session 22 (H100, first run): right against float64 (dk max |err| 1.24e-3 at max |ref| 0.59, dv
+// 2.45e-3 at 1.01: P and dS rounded to bf16), no unwritten outputs; W = 6144: 0.498 ms with 3
+// groups, 0.539 with 2, against 0.732 ms for the product's mma.sync key-side kernel at
+// (1024, 6, 256) in the same call (which also sums D's fixed-point partials and reads a strip per
+// (head, window) slice). Not yet tried: the next window's copies in flight during this one's
+// products (each group waits for its own copies here), issuing query block i + 1's S and dP before
+// block i's dv / dk products.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/wgmma.cuh"
+#include "proto_harness.h"
+#include "wgmma_proto_ops.inc"
+
+using namespace fwa;
+
+namespace {
+
+#ifndef PROTO_GROUPS
+#define PROTO_GROUPS 3
+#endif
+constexpr int kN = proto::kN, kD = proto::kD, kBK = 64, kThreads = 128, kGroups = PROTO_GROUPS;
+constexpr int kKeyBlocks = kN / kBK;
+constexpr int kBmPitch = kBK + 4;   // fp32 pitch of the transposed strip: banks 8 t4 + g, no conflicts
+// 64-byte swizzle (as in wgmma_fwd_n256_d32.cu): chunk j of row r at chunk position j ^ ((r >> 1) & 3).
+constexpr uint32_t kKBytes = kBK * 64, kVBytes = kBK * 64, kQBytes = kN * 64, kOBytes = kN * 64;
+constexpr uint32_t kVecBytes = kN * 4;   // lse (log2 units) or D of one window
+constexpr uint32_t kGroupBytes = kKBytes + kVBytes + kQBytes + kOBytes + 2 * kVecBytes;   // 42 KB
+static_assert(kGroupBytes % 1024 == 0, "per-group tiles stay 1024-aligned");
+
+__device__ __forceinline__ uint32_t sw64_off(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
+__device__ __forceinline__ uint64_t sw64_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
+           (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(2) << 62);
+}
+// K-major operand (rows along M or N, d along K): 8-row groups 512 bytes apart, k16 step = 32 bytes.
+__device__ __forceinline__ uint64_t kmaj_desc(uint32_t tile, int ks) { return sw64_desc(tile + ks * 32, 16, 512); }
+// MN-major B operand (rows along K, d along N: one 32-column panel), starting at row `row0` (a
+// multiple of 16): 8-row groups 512 bytes apart; the leading offset as the forward prototype's v.
+__device__ __forceinline__ uint64_t mn_desc(uint32_t tile, int row0) { return sw64_desc(tile + row0 * 64, kQBytes, 512); }
+
+__device__ __forceinline__ void copy_rows_sw64(uint32_t tile, const __nv_bfloat16* src, int rows, int tid) {
+    for (int c = tid; c < rows * 4; c += kThreads) {
+        const int r = c >> 2, j = c & 3;
+        cp_async_16(tile + sw64_off(r, j), src + r * kD + j * 8, 16);
+    }
+}
+__device__ __forceinline__ void copy_vec(uint32_t dst, const float* src, int tid) {
+    for (int c = tid; c < kN / 4; c += kThreads) cp_async_16(dst + c * 16, src + c * 4, 16);
+}
+
+struct BwdParams {
+    const __nv_bfloat16 *q, *k, *v, *dout;   // (W, N, D) contiguous
+    const float* bm;                          // (N, N), log2 units
+    float *lse2, *dsum;                       // (W, N): log2-sum-exp2 of the log2 logits; rowsum(dout ∘ out)
+    float *dk, *dv;                           // (W, N, D) fp32
+    int W;
+    float scale_log2, scale;
+};
+
+__device__ __forceinline__ void group_bar(int group) { asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kThreads) : "memory"); }
+
+__global__ void __launch_bounds__(kThreads * kGroups, 1) proto_bwd_kv_kernel(const BwdParams p) {
+#if FWA_HAS_WGMMA
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const int group = threadIdx.x / kThreads;
+    const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sK = base + group * kGroupBytes, sV = sK + kKBytes, sQ = sV + kVBytes, sO = sQ + kQBytes;
+    const uint32_t sL = sO + kOBytes, sDs = sL + kVecBytes;
+    unsigned char* const gbase = smem_raw + (base - smem_u32(smem_raw));
+    const float* lse_s = reinterpret_cast<const float*>(gbase + (sL - base));
+    const float* dsum_s = reinterpret_cast<const float*>(gbase + (sDs - base));
+    float* sBm = reinterpret_cast<float*>(gbase + kGroups * kGroupBytes);   // [query][key of block j]
+
+    const int tid = threadIdx.x % kThreads, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int j = blockIdx.x % kKeyBlocks;
+    const int stride = gridDim.x / kKeyBlocks * kGroups;
+    int w = blockIdx.x / kKeyBlocks * kGroups + group;
+
+    // the strip's columns of key block j, transposed access later: sBm[q * pitch + key]
+    for (int c = threadIdx.x; c < kN * (kBK / 4); c += kThreads * kGroups) {
+        const int r = c / (kBK / 4), cc = (c % (kBK / 4)) * 4;
+        cp_async_16(smem_u32(sBm + r * kBmPitch + cc), p.bm + r * kN + j * kBK + cc, 16);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+
+    for (; w < p.W; w += stride) {
+        const int64_t wrow = int64_t(w) * kN;
+        copy_rows_sw64(sK, p.k + (wrow + j * kBK) * kD, kBK, tid);
+        copy_rows_sw64(sV, p.v + (wrow + j * kBK) * kD, kBK, tid);
+        copy_rows_sw64(sQ, p.q + wrow * kD, kN, tid);
+        copy_rows_sw64(sO, p.dout + wrow * kD, kN, tid);
+        copy_vec(sL, p.lse2 + wrow, tid);
+        copy_vec(sDs, p.dsum + wrow, tid);
+        cp_async_commit();
+        cp_async_wait<0>();
+        fence_proxy_async_smem();
+        group_bar(group);
+
+        float dk[kD / 8][4], dv[kD / 8][4];
+#pragma unroll
+        for (int i = 0; i < kD / 8; ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+
+#pragma unroll 1
+        for (int qb = 0; qb < kN / 64; ++qb) {
+            float s[8][4], dp[8][4];
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < kD / 16; ++ks) wgmma_m64n64k16_ss_bf16(s, kmaj_desc(sK, ks), kmaj_desc(sQ + qb * 64 * 64, ks), ks > 0);
+#pragma unroll
+            for (int ks = 0; ks < kD / 16; ++ks) wgmma_m64n64k16_ss_bf16(dp, kmaj_desc(sV, ks), kmaj_desc(sO + qb * 64 * 64, ks), ks > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(s);
+            wgmma_fence_operand(dp);
+
+            // thread's element (nt, e): key row warp * 16 + g + 8 (e >> 1), query column qb * 64 + nt * 8 + 2 t4 + (e & 1)
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt) {
+                const int qc = qb * 64 + nt * 8 + 2 * t4;
+                const float l0 = lse_s[qc], l1 = lse_s[qc + 1], d0 = dsum_s[qc], d1 = dsum_s[qc + 1];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int key = warp * 16 + g + 8 * (e >> 1), qq = qc + (e & 1);
+                    const float x = fmaf(s[nt][e], p.scale_log2, sBm[qq * kBmPitch + key]) - ((e & 1) ? l1 : l0);
+                    const float pr = fast_exp2(x);
+                    s[nt][e] = pr;
+                    dp[nt][e] = pr * (dp[nt][e] - ((e & 1) ? d1 : d0));
+                }
+            }
+            uint32_t pa[4][4], da[4][4];
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                pa[kk][0] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][0], s[2 * kk][1]);
+                pa[kk][1] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][2], s[2 * kk][3]);
+                pa[kk][2] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                pa[kk][3] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                da[kk][0] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk][0], dp[2 * kk][1]);
+                da[kk][1] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk][2], dp[2 * kk][3]);
+                da[kk][2] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+                da[kk][3] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) wgmma_m64n32k16_rs_tb_bf16(dv, pa[kk], mn_desc(sO, qb * 64 + kk * 16), 1);
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) wgmma_m64n32k16_rs_tb_bf16(dk, da[kk], mn_desc(sQ, qb * 64 + kk * 16), 1);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(dk);
+            wgmma_fence_operand(dv);
+        }
+        group_bar(group);   // every warp's products are done: the tiles may be overwritten
+
+        float* dkp = p.dk + (wrow + j * kBK + warp * 16) * kD;
+        float* dvp = p.dv + (wrow + j * kBK + warp * 16) * kD;
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+            for (int i = 0; i < kD / 8; ++i) {
+                const int off = (g + 8 * r) * kD + i * 8 + 2 * t4;
+                *reinterpret_cast<float2*>(dkp + off) = make_float2(dk[i][2 * r] * p.scale, dk[i][2 * r + 1] * p.scale);
+                *reinterpret_cast<float2*>(dvp + off) = make_float2(dv[i][2 * r], dv[i][2 * r + 1]);
+            }
+    }
+#else
+    __trap();
+#endif
+}
+
+// Per (window, row), fp32, one thread each: lse2 = log2 Σ 2^(S2) over the row's log2 logits, and
+// D = rowsum(dout ∘ out) with out = softmax · v (the inputs of the backward, as the forward and the
+// preprocess kernel would give them).
+__global__ void lse_dsum_kernel(BwdParams p, const __nv_bfloat16* dout) {
+    const int64_t row = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (row >= int64_t(p.W) * kN) return;
+    const int64_t w = row / kN;
+    const int i = static_cast<int>(row % kN);
+    float qf[kD];
+    for (int c = 0; c < kD; ++c) qf[c] = __bfloat162float(p.q[row * kD + c]);
+    float mx = -INFINITY, l = 0.f, o[kD] = {};
+    for (int jk = 0; jk < kN; ++jk) {
+        const __nv_bfloat16* kr = p.k + (w * kN + jk) * kD;
+        float acc = 0.f;
+        for (int c = 0; c < kD; ++c) acc = fmaf(qf[c], __bfloat162float(kr[c]), acc);
+        const float x = fmaf(acc, p.scale_log2, p.bm[i * kN + jk]);
+        const float mn = fmaxf(mx, x);
+        const float corr = exp2f(mx - mn), e = exp2f(x - mn);
+        l = l * corr + e;
+        const __nv_bfloat16* vr = p.v + (w * kN + jk) * kD;
+        for (int c = 0; c < kD; ++c) o[c] = fmaf(o[c], corr, e * __bfloat162float(vr[c]));
+        mx = mn;
+    }
+    float dsum = 0.f;
+    for (int c = 0; c < kD; ++c) dsum = fmaf(__bfloat162float(dout[row * kD + c]), o[c] / l, dsum);
+    p.lse2[row] = mx + log2f(l);
+    p.dsum[row] = dsum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using proto::check;
+    const proto::Problem pr = proto::make_problem(argc > 1 ? std::atoi(argv[1]) : 6144);
+    const int W = pr.W;
+    const size_t elems = size_t(W) * kN * kD;
+
+    // dout: random bf16 (the harness's out buffer is the forward's; the backward gets its own)
+    std::vector<__nv_bfloat16> hdo(elems);
+    uint64_t st = 987654321;
+    for (auto& x : hdo) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        x = __float2bfloat16(float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f);
+    }
+    __nv_bfloat16* d_do;
+    float *d_lse, *d_ds, *d_dk, *d_dv;
+    check(cudaMalloc(&d_do, elems * 2), "malloc");
+    check(cudaMalloc(&d_lse, size_t(W) * kN * 4), "malloc");
+    check(cudaMalloc(&d_ds, size_t(W) * kN * 4), "malloc");
+    check(cudaMalloc(&d_dk, elems * 4), "malloc");
+    check(cudaMalloc(&d_dv, elems * 4), "malloc");
+    check(cudaMemcpy(d_do, hdo.data(), elems * 2, cudaMemcpyHostToDevice), "copy");
+    check(cudaMemset(d_dk, 0xFF, elems * 4), "poison");
+    check(cudaMemset(d_dv, 0xFF, elems * 4), "poison");
+
+    BwdParams p{pr.dq, pr.dk, pr.dv, d_do, pr.dbm, d_lse, d_ds, d_dk, d_dv, W, pr.scale * 1.4426950408889634f, pr.scale};
+    lse_dsum_kernel<<<(W * kN + 127) / 128, 128>>>(p, d_do);
+    check(cudaGetLastError(), "lse launch");
+    check(cudaDeviceSynchronize(), "lse run");
+
+    const size_t smem = 1024 + size_t(kGroups) * kGroupBytes + size_t(kN) * kBmPitch * sizeof(float);
+    check(cudaFuncSetAttribute(proto_bwd_kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
+    int ctas = 0, sms = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_bwd_kv_kernel, kThreads * kGroups, smem), "occupancy");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int grid = std::max(kKeyBlocks, std::min(sms * ctas / kKeyBlocks * kKeyBlocks, (W + kGroups - 1) / kGroups * kKeyBlocks));
+    std::printf("groups %d: smem %zu B, %d CTAs/SM, grid %d\n", kGroups, smem, ctas, grid);
+
+    proto_bwd_kv_kernel<<<grid, kThreads * kGroups, smem>>>(p);
+    check(cudaGetLastError(), "launch");
+    check(cudaDeviceSynchronize(), "run");
+
+    std::vector<float> hdk(elems), hdv(elems);
+    check(cudaMemcpy(hdk.data(), d_dk, elems * 4, cudaMemcpyDeviceToHost), "copy dk");
+    check(cudaMemcpy(hdv.data(), d_dv, elems * 4, cudaMemcpyDeviceToHost), "copy dv");
+    size_t nan = 0;
+    for (size_t e = 0; e < elems; ++e) nan += std::isnan(hdk[e]) + std::isnan(hdv[e]);
+    std::printf("NaN (unwritten) outputs: %zu of %zu\n", nan, 2 * elems);
+
+    // float64 reference on 4 windows
+    auto bf = [](__nv_bfloat16 x) { return double(__bfloat162float(x)); };
+    double err_k = 0, err_v = 0, max_k = 0, max_v = 0;
+    const int check_w[4] = {0, 1, W / 2, W - 1};
+    for (int wi : check_w) {
+        const size_t o0 = size_t(wi) * kN * kD;
+        std::vector<double> P(size_t(kN) * kN), dS(size_t(kN) * kN), out(size_t(kN) * kD, 0.0);
+        for (int i = 0; i < kN; ++i) {
+            double mx = -1e300;
+            for (int jk = 0; jk < kN; ++jk) {
+                double acc = 0.0;
+                for (int c = 0; c < kD; ++c) acc += bf(pr.hq[o0 + i * kD + c]) * bf(pr.hk[o0 + jk * kD + c]);
+                P[i * kN + jk] = acc * pr.scale + double(pr.hbm[i * kN + jk]) / proto::kLog2e;
+                mx = std::max(mx, P[i * kN + jk]);
+            }
+            double l = 0.0;
+            for (int jk = 0; jk < kN; ++jk) l += (P[i * kN + jk] = std::exp(P[i * kN + jk] - mx));
+            for (int jk = 0; jk < kN; ++jk) P[i * kN + jk] /= l;
+            for (int c = 0; c < kD; ++c)
+                for (int jk = 0; jk < kN; ++jk) out[i * kD + c] += P[i * kN + jk] * bf(pr.hv[o0 + jk * kD + c]);
+            double D = 0.0;
+            for (int c = 0; c < kD; ++c) D += bf(hdo[o0 + i * kD + c]) * out[i * kD + c];
+            for (int jk = 0; jk < kN; ++jk) {
+                double dp = 0.0;
+                for (int c = 0; c < kD; ++c) dp += bf(hdo[o0 + i * kD + c]) * bf(pr.hv[o0 + jk * kD + c]);
+                dS[i * kN + jk] = P[i * kN + jk] * (dp - D);
+            }
+        }
+        for (int jk = 0; jk < kN; ++jk)
+            for (int c = 0; c < kD; ++c) {
+                double rk = 0.0, rv = 0.0;
+                for (int i = 0; i < kN; ++i) {
+                    rk += dS[i * kN + jk] * bf(pr.hq[o0 + i * kD + c]);
+                    rv += P[i * kN + jk] * bf(hdo[o0 + i * kD + c]);
+                }
+                rk *= pr.scale;
+                const double gk = hdk[o0 + jk * kD + c], gv = hdv[o0 + jk * kD + c];
+                err_k = std::max(err_k, std::isnan(gk) ? 1e30 : std::fabs(gk - rk));
+                err_v = std::max(err_v, std::isnan(gv) ? 1e30 : std::fabs(gv - rv));
+                max_k = std::max(max_k, std::fabs(rk));
+                max_v = std::max(max_v, std::fabs(rv));
+            }
+    }
+    // P and dS enter the products as bf16 (as in the product's kernels): ~3e-3 relative
+    std::printf("dk: max |err| %.3e (max |ref| %.3e), dv: max |err| %.3e (max |ref| %.3e) over 4 windows\n", err_k, max_k,
+                err_v, max_v);
+    proto::time_and_print(W, [&] { proto_bwd_kv_kernel<<<grid, kThreads * kGroups, smem>>>(p); });
+    return 0;
+}
