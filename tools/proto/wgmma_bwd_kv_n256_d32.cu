@@ -46,10 +46,13 @@
 #include <vector>
 
 #include "kernels/wgmma.cuh"
-#include "proto_harness.h"
+#include "proto_bwd_harness.h"
+#include "proto_sw64.cuh"
 #include "wgmma_proto_ops.inc"
 
 using namespace fwa;
+using proto::kmaj_desc;
+using proto::mn_desc;
 
 namespace {
 
@@ -59,29 +62,12 @@ namespace {
 constexpr int kN = proto::kN, kD = proto::kD, kBK = 64, kThreads = 128, kGroups = PROTO_GROUPS;
 constexpr int kKeyBlocks = kN / kBK;
 constexpr int kBmPitch = kBK + 4;   // fp32 pitch of the transposed strip: banks 8 t4 + g, no conflicts
-// 64-byte swizzle (as in wgmma_fwd_n256_d32.cu): chunk j of row r at chunk position j ^ ((r >> 1) & 3).
+// 64-byte-swizzled tiles (proto_sw64.cuh).
 constexpr uint32_t kKBytes = kBK * 64, kVBytes = kBK * 64, kQBytes = kN * 64, kOBytes = kN * 64;
 constexpr uint32_t kVecBytes = kN * 4;   // lse (log2 units) or D of one window
 constexpr uint32_t kGroupBytes = kKBytes + kVBytes + kQBytes + kOBytes + 2 * kVecBytes;   // 42 KB
 static_assert(kGroupBytes % 1024 == 0, "per-group tiles stay 1024-aligned");
 
-__device__ __forceinline__ uint32_t sw64_off(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
-__device__ __forceinline__ uint64_t sw64_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-    return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
-           (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(2) << 62);
-}
-// K-major operand (rows along M or N, d along K): 8-row groups 512 bytes apart, k16 step = 32 bytes.
-__device__ __forceinline__ uint64_t kmaj_desc(uint32_t tile, int ks) { return sw64_desc(tile + ks * 32, 16, 512); }
-// MN-major B operand (rows along K, d along N: one 32-column panel), starting at row `row0` (a
-// multiple of 16): 8-row groups 512 bytes apart; the leading offset as the forward prototype's v.
-__device__ __forceinline__ uint64_t mn_desc(uint32_t tile, int row0) { return sw64_desc(tile + row0 * 64, kQBytes, 512); }
-
-__device__ __forceinline__ void copy_rows_sw64(uint32_t tile, const __nv_bfloat16* src, int rows, int tid) {
-    for (int c = tid; c < rows * 4; c += kThreads) {
-        const int r = c >> 2, j = c & 3;
-        cp_async_16(tile + sw64_off(r, j), src + r * kD + j * 8, 16);
-    }
-}
 __device__ __forceinline__ void copy_vec(uint32_t dst, const float* src, int tid) {
     for (int c = tid; c < kN / 4; c += kThreads) cp_async_16(dst + c * 16, src + c * 4, 16);
 }
@@ -125,10 +111,10 @@ __global__ void __launch_bounds__(kThreads * kGroups, 1) proto_bwd_kv_kernel(con
 
     for (; w < p.W; w += stride) {
         const int64_t wrow = int64_t(w) * kN;
-        copy_rows_sw64(sK, p.k + (wrow + j * kBK) * kD, kBK, tid);
-        copy_rows_sw64(sV, p.v + (wrow + j * kBK) * kD, kBK, tid);
-        copy_rows_sw64(sQ, p.q + wrow * kD, kN, tid);
-        copy_rows_sw64(sO, p.dout + wrow * kD, kN, tid);
+        proto::copy_rows_sw64<kThreads>(sK, p.k + (wrow + j * kBK) * kD, kBK, tid);
+        proto::copy_rows_sw64<kThreads>(sV, p.v + (wrow + j * kBK) * kD, kBK, tid);
+        proto::copy_rows_sw64<kThreads>(sQ, p.q + wrow * kD, kN, tid);
+        proto::copy_rows_sw64<kThreads>(sO, p.dout + wrow * kD, kN, tid);
         copy_vec(sL, p.lse2 + wrow, tid);
         copy_vec(sDs, p.dsum + wrow, tid);
         cp_async_commit();
@@ -207,35 +193,6 @@ __global__ void __launch_bounds__(kThreads * kGroups, 1) proto_bwd_kv_kernel(con
 #endif
 }
 
-// Per (window, row), fp32, one thread each: lse2 = log2 Σ 2^(S2) over the row's log2 logits, and
-// D = rowsum(dout ∘ out) with out = softmax · v (the inputs of the backward, as the forward and the
-// preprocess kernel would give them).
-__global__ void lse_dsum_kernel(BwdParams p, const __nv_bfloat16* dout) {
-    const int64_t row = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (row >= int64_t(p.W) * kN) return;
-    const int64_t w = row / kN;
-    const int i = static_cast<int>(row % kN);
-    float qf[kD];
-    for (int c = 0; c < kD; ++c) qf[c] = __bfloat162float(p.q[row * kD + c]);
-    float mx = -INFINITY, l = 0.f, o[kD] = {};
-    for (int jk = 0; jk < kN; ++jk) {
-        const __nv_bfloat16* kr = p.k + (w * kN + jk) * kD;
-        float acc = 0.f;
-        for (int c = 0; c < kD; ++c) acc = fmaf(qf[c], __bfloat162float(kr[c]), acc);
-        const float x = fmaf(acc, p.scale_log2, p.bm[i * kN + jk]);
-        const float mn = fmaxf(mx, x);
-        const float corr = exp2f(mx - mn), e = exp2f(x - mn);
-        l = l * corr + e;
-        const __nv_bfloat16* vr = p.v + (w * kN + jk) * kD;
-        for (int c = 0; c < kD; ++c) o[c] = fmaf(o[c], corr, e * __bfloat162float(vr[c]));
-        mx = mn;
-    }
-    float dsum = 0.f;
-    for (int c = 0; c < kD; ++c) dsum = fmaf(__bfloat162float(dout[row * kD + c]), o[c] / l, dsum);
-    p.lse2[row] = mx + log2f(l);
-    p.dsum[row] = dsum;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,28 +201,13 @@ int main(int argc, char** argv) {
     const int W = pr.W;
     const size_t elems = size_t(W) * kN * kD;
 
-    // dout: random bf16 (the harness's out buffer is the forward's; the backward gets its own)
-    std::vector<__nv_bfloat16> hdo(elems);
-    uint64_t st = 987654321;
-    for (auto& x : hdo) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        x = __float2bfloat16(float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f);
-    }
-    __nv_bfloat16* d_do;
-    float *d_lse, *d_ds, *d_dk, *d_dv;
-    check(cudaMalloc(&d_do, elems * 2), "malloc");
-    check(cudaMalloc(&d_lse, size_t(W) * kN * 4), "malloc");
-    check(cudaMalloc(&d_ds, size_t(W) * kN * 4), "malloc");
+    const proto::BwdData bd = proto::make_bwd_data(pr);
+    float *d_dk, *d_dv;
     check(cudaMalloc(&d_dk, elems * 4), "malloc");
     check(cudaMalloc(&d_dv, elems * 4), "malloc");
-    check(cudaMemcpy(d_do, hdo.data(), elems * 2, cudaMemcpyHostToDevice), "copy");
     check(cudaMemset(d_dk, 0xFF, elems * 4), "poison");
     check(cudaMemset(d_dv, 0xFF, elems * 4), "poison");
-
-    BwdParams p{pr.dq, pr.dk, pr.dv, d_do, pr.dbm, d_lse, d_ds, d_dk, d_dv, W, pr.scale * 1.4426950408889634f, pr.scale};
-    lse_dsum_kernel<<<(W * kN + 127) / 128, 128>>>(p, d_do);
-    check(cudaGetLastError(), "lse launch");
-    check(cudaDeviceSynchronize(), "lse run");
+    BwdParams p{pr.dq, pr.dk, pr.dv, bd.d_do, pr.dbm, bd.d_lse2, bd.d_dsum, d_dk, d_dv, W, pr.scale * 1.4426950408889634f, pr.scale};
 
     const size_t smem = 1024 + size_t(kGroups) * kGroupBytes + size_t(kN) * kBmPitch * sizeof(float);
     check(cudaFuncSetAttribute(proto_bwd_kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
@@ -287,39 +229,18 @@ int main(int argc, char** argv) {
     std::printf("NaN (unwritten) outputs: %zu of %zu\n", nan, 2 * elems);
 
     // float64 reference on 4 windows
-    auto bf = [](__nv_bfloat16 x) { return double(__bfloat162float(x)); };
     double err_k = 0, err_v = 0, max_k = 0, max_v = 0;
     const int check_w[4] = {0, 1, W / 2, W - 1};
+    std::vector<double> P, dS;
     for (int wi : check_w) {
         const size_t o0 = size_t(wi) * kN * kD;
-        std::vector<double> P(size_t(kN) * kN), dS(size_t(kN) * kN), out(size_t(kN) * kD, 0.0);
-        for (int i = 0; i < kN; ++i) {
-            double mx = -1e300;
-            for (int jk = 0; jk < kN; ++jk) {
-                double acc = 0.0;
-                for (int c = 0; c < kD; ++c) acc += bf(pr.hq[o0 + i * kD + c]) * bf(pr.hk[o0 + jk * kD + c]);
-                P[i * kN + jk] = acc * pr.scale + double(pr.hbm[i * kN + jk]) / proto::kLog2e;
-                mx = std::max(mx, P[i * kN + jk]);
-            }
-            double l = 0.0;
-            for (int jk = 0; jk < kN; ++jk) l += (P[i * kN + jk] = std::exp(P[i * kN + jk] - mx));
-            for (int jk = 0; jk < kN; ++jk) P[i * kN + jk] /= l;
-            for (int c = 0; c < kD; ++c)
-                for (int jk = 0; jk < kN; ++jk) out[i * kD + c] += P[i * kN + jk] * bf(pr.hv[o0 + jk * kD + c]);
-            double D = 0.0;
-            for (int c = 0; c < kD; ++c) D += bf(hdo[o0 + i * kD + c]) * out[i * kD + c];
-            for (int jk = 0; jk < kN; ++jk) {
-                double dp = 0.0;
-                for (int c = 0; c < kD; ++c) dp += bf(hdo[o0 + i * kD + c]) * bf(pr.hv[o0 + jk * kD + c]);
-                dS[i * kN + jk] = P[i * kN + jk] * (dp - D);
-            }
-        }
+        proto::ref_p_ds(pr, bd, wi, P, dS);
         for (int jk = 0; jk < kN; ++jk)
             for (int c = 0; c < kD; ++c) {
                 double rk = 0.0, rv = 0.0;
                 for (int i = 0; i < kN; ++i) {
-                    rk += dS[i * kN + jk] * bf(pr.hq[o0 + i * kD + c]);
-                    rv += P[i * kN + jk] * bf(hdo[o0 + i * kD + c]);
+                    rk += dS[i * kN + jk] * proto::bf64(pr.hq[o0 + i * kD + c]);
+                    rv += P[i * kN + jk] * proto::bf64(bd.hdo[o0 + i * kD + c]);
                 }
                 rk *= pr.scale;
                 const double gk = hdk[o0 + jk * kD + c], gv = hdv[o0 + jk * kD + c];
