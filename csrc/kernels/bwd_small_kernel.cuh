@@ -25,7 +25,6 @@ constexpr int kPPitch = kTileN + 8;   // smem pitch (elements) of the P and dS t
 // the key inverse norms: key j's at float (j / 4) * 68 + 64 + j % 4 of the tile (rows 0-15), so
 // keys 2i and 2i + 1 stay one float2.
 constexpr int kBwdSmallBmPitch = kTileN + 4;
-FWA_DEVICE int bwd_small_kinv_index(int j) { return (j >> 2) * kBwdSmallBmPitch + (j & 3); }
 
 template <int kHeadDim> struct BwdSmallSmem {
     static constexpr int kTile = TileShape<kHeadDim>::kElems;
@@ -68,9 +67,9 @@ window_attn_bwd_small_kernel(const BwdParams p) {
     Element* sP = sO + 2 * kTile;
     Element* sG = sP + kTileM * kPPitch;
     float* sBm = reinterpret_cast<float*>(sG + kTileM * kPPitch);
-    // Key inverse norms (V2), one buffer: kinv[bwd_small_kinv_index(j)], in the bm tile's padding
-    // (never written by its copy nor read as bias+mask). Written after each window's first barrier,
-    // last read before the next window's.
+    // Key inverse norms (V2), one buffer: kinv[grouped4_index<kBwdSmallBmPitch>(j)], in the bm
+    // tile's padding (never written by its copy nor read as bias+mask). Written after each
+    // window's first barrier, last read before the next window's.
     float* kinv = sBm + kTileN;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -178,7 +177,7 @@ window_attn_bwd_small_kernel(const BwdParams p) {
                     const int c = nt * 8 + 2 * t4;
                     float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
                     if constexpr (kCos) {
-                        const float2 kf = *reinterpret_cast<const float2*>(kinv + bwd_small_kinv_index(c));
+                        const float2 kf = *reinterpret_cast<const float2*>(kinv + grouped4_index<kBwdSmallBmPitch>(c));
                         c0 *= q_inv[r] * kf.x;
                         c1 *= q_inv[r] * kf.y;
                     }
@@ -286,8 +285,8 @@ window_attn_bwd_small_kernel(const BwdParams p) {
             }
             // dv = acc; dk: V1 scale dk', V2 alpha/||k|| (dk' - k̂ <k̂, dk'>).
             const TensorRef& dst = which == 0 ? p.dv : p.dk;
-            const float k_inv[2] = {cosine ? kinv[bwd_small_kinv_index(key + (lane >> 2))] : 1.f,
-                                    cosine ? kinv[bwd_small_kinv_index(key + (lane >> 2) + 8)] : 1.f};
+            const float k_inv[2] = {cosine ? kinv[grouped4_index<kBwdSmallBmPitch>(key + (lane >> 2))] : 1.f,
+                                    cosine ? kinv[grouped4_index<kBwdSmallBmPitch>(key + (lane >> 2) + 8)] : 1.f};
             warp_store_grad_rows<kHeadDim>(
                 acc, which == 1 && cosine, tK, key, k_inv, which == 1 ? grad_f : 1.f,
                 static_cast<Element*>(dst.ptr) + b * dst.batch_stride + h * dst.head_stride,

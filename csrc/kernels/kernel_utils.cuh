@@ -92,6 +92,13 @@ FWA_DEVICE void mma_16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], 
 }
 
 // 2^x on the SFU (ex2.approx.ftz: max rel. error 2^-22, exact 0 for -inf).
+// Position of element j of a small array stored in groups of 4 consecutive floats, kGroupPitch
+// floats apart (kGroupPitch = 0: stored contiguously, position j): the small-window backward keeps
+// its key inverse norms in the padding of the bias+mask tile's rows this way.
+template <int kGroupPitch> FWA_DEVICE int grouped4_index(int j) {
+    return kGroupPitch > 0 ? (j >> 2) * kGroupPitch + (j & 3) : j;
+}
+
 FWA_DEVICE float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));

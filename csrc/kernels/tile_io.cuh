@@ -163,8 +163,7 @@ FWA_DEVICE void tile_row_inv_norms(const Element* tile, float* out, int tid) {
         }
     }
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    const int idx = kGroupPitch > 0 ? (row >> 2) * kGroupPitch + (row & 3) : row;
-    if (half == 0) out[idx] = kFast ? inv_norm_from_sumsq_fast(ss) : inv_norm_from_sumsq(ss);
+    if (half == 0) out[grouped4_index<kGroupPitch>(row)] = kFast ? inv_norm_from_sumsq_fast(ss) : inv_norm_from_sumsq(ss);
 }
 
 }  // namespace fwa

@@ -50,9 +50,9 @@ FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTil
     for (int kk = 0; kk < kTileN / 16; ++kk) {
         float f[4] = {1.f, 1.f, 1.f, 1.f};
         if (col_scale != nullptr) {
-            auto at = [&](int j) { return kScaleGroupPitch > 0 ? (j >> 2) * kScaleGroupPitch + (j & 3) : j; };
-            const float2 f0 = *reinterpret_cast<const float2*>(col_scale + at(kk * 16 + 2 * t4));
-            const float2 f1 = *reinterpret_cast<const float2*>(col_scale + at(kk * 16 + 8 + 2 * t4));
+            const int j0 = kk * 16 + 2 * t4;
+            const float2 f0 = *reinterpret_cast<const float2*>(col_scale + grouped4_index<kScaleGroupPitch>(j0));
+            const float2 f1 = *reinterpret_cast<const float2*>(col_scale + grouped4_index<kScaleGroupPitch>(j0 + 8));
             f[0] = f0.x; f[1] = f0.y; f[2] = f1.x; f[3] = f1.y;
         }
         uint32_t a[4];
