@@ -49,10 +49,7 @@ inline BwdData make_bwd_data(const Problem& p) {
     const size_t elems = p.hq.size();
     b.hdo.resize(elems);
     uint64_t st = 987654321;
-    for (auto& x : b.hdo) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        x = __float2bfloat16(float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f);
-    }
+    for (auto& x : b.hdo) x = __float2bfloat16(lcg_uniform(st));
     check(cudaMalloc(&b.d_do, elems * 2), "malloc");
     check(cudaMalloc(&b.d_lse2, size_t(p.W) * kN * 4), "malloc");
     check(cudaMalloc(&b.d_dsum, size_t(p.W) * kN * 4), "malloc");

@@ -25,6 +25,42 @@ inline void check(cudaError_t e, const char* what) {
     }
 }
 
+// Uniform in [-1, 1) from a 64-bit LCG state (the prototypes' random data).
+inline float lcg_uniform(uint64_t& st) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    return float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f;
+}
+
+// Allows `kernel` `smem` bytes of dynamic shared memory; returns its resident CTAs per SM at
+// `threads` threads per CTA.
+template <typename Kernel>
+int fit_kernel(Kernel kernel, int threads, size_t smem) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
+    int ctas = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, smem), "occupancy");
+    return ctas;
+}
+
+inline int sm_count() {
+    int sms = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    return sms;
+}
+
+// n fp32 of device memory filled with NaN (0xFF bytes): outputs a kernel does not write show.
+inline float* alloc_poisoned_f32(size_t n) {
+    float* ptr = nullptr;
+    check(cudaMalloc(&ptr, n * sizeof(float)), "malloc");
+    check(cudaMemset(ptr, 0xFF, n * sizeof(float)), "poison");
+    return ptr;
+}
+
+inline size_t count_nan(const std::vector<float>& v) {
+    size_t n = 0;
+    for (float x : v) n += std::isnan(x) ? 1 : 0;
+    return n;
+}
+
 // W windows of (N, D) bf16 q, k, v (contiguous) and an (N, N) fp32 bias+mask already in log2 units;
 // host copies for the reference, device copies for the kernels (out poisoned with NaNs).
 struct Problem {
@@ -46,10 +82,7 @@ inline Problem make_problem(int W) {
     p.hv.resize(p.hq.size());
     p.hbm.resize(size_t(kN) * kN);
     uint64_t st = 12345;
-    auto rnd = [&]() {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        return float((st >> 40) & 0xFFFFFF) / 16777216.f * 2.f - 1.f;
-    };
+    auto rnd = [&]() { return lcg_uniform(st); };
     for (auto& x : p.hq) x = __float2bfloat16(2.f * rnd());
     for (auto& x : p.hk) x = __float2bfloat16(2.f * rnd());
     for (auto& x : p.hv) x = __float2bfloat16(rnd());

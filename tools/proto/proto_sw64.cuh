@@ -1,6 +1,6 @@
 // Device helpers shared by the N = 256, d = 32 backward prototypes: 64-byte-swizzled tiles of d = 32
 // bf16 rows (one 64-byte row each) and their wgmma shared-memory descriptors (the layout the forward
-// prototype wgmma_fwd_n256_d32.cu validated).
+// prototype wgmma_fwd_n256_d32.cu validated), and the sum of two warpgroups' partial accumulators.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -29,6 +29,27 @@ __device__ __forceinline__ void copy_rows_sw64(uint32_t tile, const __nv_bfloat1
     for (int c = tid; c < rows * 4; c += kThreads) {
         const int r = c >> 2, j = c & 3;
         fwa::cp_async_16(tile + sw64_off(r, j), src + r * 32 + j * 8, 16);
+    }
+}
+
+// Two warpgroups' partial sums of one accumulator (kDT n8 tiles x 4 fp32 per thread, the same
+// fragment layout in both): warpgroup 1 stashes its partial in sX (kWgThreads x kDT x 4 floats),
+// and after a barrier warpgroup 0 adds it to its own, in this fixed order (deterministic).
+template <int kWgThreads, int kDT>
+__device__ __forceinline__ void stash_partial(const float (&acc)[kDT][4], float* sX, int wtid) {
+#pragma unroll
+    for (int i = 0; i < kDT; ++i)
+        *reinterpret_cast<float4*>(sX + (i * kWgThreads + wtid) * 4) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+}
+template <int kWgThreads, int kDT>
+__device__ __forceinline__ void add_partial(float (&acc)[kDT][4], const float* sX, int wtid) {
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) {
+        const float4 x = *reinterpret_cast<const float4*>(sX + (i * kWgThreads + wtid) * 4);
+        acc[i][0] += x.x;
+        acc[i][1] += x.y;
+        acc[i][2] += x.z;
+        acc[i][3] += x.w;
     }
 }
 

@@ -138,6 +138,21 @@ __device__ __forceinline__ void kv_query_block(const BwdParams& p, uint32_t sK, 
     wgmma_fence_operand(dv);
 }
 
+// A warp's 16 key rows of dk (times scale) and dv from row `row0` (counted over all windows) on.
+__device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&dk)[kD / 8][4], const float (&dv)[kD / 8][4],
+                                            int64_t row0, int g, int t4) {
+    float* dkp = p.dk + row0 * kD;
+    float* dvp = p.dv + row0 * kD;
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int i = 0; i < kD / 8; ++i) {
+            const int off = (g + 8 * r) * kD + i * 8 + 2 * t4;
+            *reinterpret_cast<float2*>(dkp + off) = make_float2(dk[i][2 * r] * p.scale, dk[i][2 * r + 1] * p.scale);
+            *reinterpret_cast<float2*>(dvp + off) = make_float2(dv[i][2 * r], dv[i][2 * r + 1]);
+        }
+}
+
 __global__ void __launch_bounds__(kThreads * kGroups, 1) proto_bwd_kv_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -185,16 +200,7 @@ __global__ void __launch_bounds__(kThreads * kGroups, 1) proto_bwd_kv_kernel(con
         for (int qb = 0; qb < kN / 64; ++qb) kv_query_block(p, sK, sV, sQ, sO, lse_s, dsum_s, sBm, qb, warp, g, t4, dk, dv);
         group_bar(group);   // every warp's products are done: the tiles may be overwritten
 
-        float* dkp = p.dk + (wrow + j * kBK + warp * 16) * kD;
-        float* dvp = p.dv + (wrow + j * kBK + warp * 16) * kD;
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-#pragma unroll
-            for (int i = 0; i < kD / 8; ++i) {
-                const int off = (g + 8 * r) * kD + i * 8 + 2 * t4;
-                *reinterpret_cast<float2*>(dkp + off) = make_float2(dk[i][2 * r] * p.scale, dk[i][2 * r + 1] * p.scale);
-                *reinterpret_cast<float2*>(dvp + off) = make_float2(dv[i][2 * r], dv[i][2 * r + 1]);
-            }
+        store_dk_dv(p, dk, dv, wrow + j * kBK + warp * 16, g, t4);
     }
 #else
     __trap();
@@ -261,30 +267,14 @@ __global__ void __launch_bounds__(kThreads2, 1) proto_bwd_kv2_kernel(const BwdPa
             kv_query_block(p, s0 + oK, s0 + oV, s0 + oQ, s0 + oO, lse_s, dsum_s, sBm, qb, warp, g, t4, dk, dv);
 
         if (wg == 1) {
-#pragma unroll
-            for (int i = 0; i < kD / 8; ++i) {
-                *reinterpret_cast<float4*>(sXk + (i * kThreads + wtid) * 4) = make_float4(dk[i][0], dk[i][1], dk[i][2], dk[i][3]);
-                *reinterpret_cast<float4*>(sXv + (i * kThreads + wtid) * 4) = make_float4(dv[i][0], dv[i][1], dv[i][2], dv[i][3]);
-            }
+            proto::stash_partial<kThreads>(dk, sXk, wtid);
+            proto::stash_partial<kThreads>(dv, sXv, wtid);
         }
         __syncthreads();   // also: every warp is done with this stage, which the next trip refills
         if (wg == 0) {
-            const int64_t wrow = int64_t(w) * kN;
-            float* dkp = p.dk + (wrow + j * kBK + warp * 16) * kD;
-            float* dvp = p.dv + (wrow + j * kBK + warp * 16) * kD;
-#pragma unroll
-            for (int i = 0; i < kD / 8; ++i) {
-                const float4 xk = *reinterpret_cast<const float4*>(sXk + (i * kThreads + wtid) * 4);
-                const float4 xv = *reinterpret_cast<const float4*>(sXv + (i * kThreads + wtid) * 4);
-                const float ok[4] = {dk[i][0] + xk.x, dk[i][1] + xk.y, dk[i][2] + xk.z, dk[i][3] + xk.w};
-                const float ov[4] = {dv[i][0] + xv.x, dv[i][1] + xv.y, dv[i][2] + xv.z, dv[i][3] + xv.w};
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const int off = (g + 8 * r) * kD + i * 8 + 2 * t4;
-                    *reinterpret_cast<float2*>(dkp + off) = make_float2(ok[2 * r] * p.scale, ok[2 * r + 1] * p.scale);
-                    *reinterpret_cast<float2*>(dvp + off) = make_float2(ov[2 * r], ov[2 * r + 1]);
-                }
-            }
+            proto::add_partial<kThreads>(dk, sXk, wtid);
+            proto::add_partial<kThreads>(dv, sXv, wtid);
+            store_dk_dv(p, dk, dv, int64_t(w) * kN + j * kBK + warp * 16, g, t4);
         }
         // sXk / sXv are rewritten only after the next trip's first __syncthreads, which warpgroup 0
         // reaches after these reads
@@ -304,27 +294,20 @@ int main(int argc, char** argv) {
     const size_t elems = size_t(W) * kN * kD;
 
     const proto::BwdData bd = proto::make_bwd_data(pr);
-    float *d_dk, *d_dv;
-    check(cudaMalloc(&d_dk, elems * 4), "malloc");
-    check(cudaMalloc(&d_dv, elems * 4), "malloc");
-    check(cudaMemset(d_dk, 0xFF, elems * 4), "poison");
-    check(cudaMemset(d_dv, 0xFF, elems * 4), "poison");
+    float *d_dk = proto::alloc_poisoned_f32(elems), *d_dv = proto::alloc_poisoned_f32(elems);
     BwdParams p{pr.dq, pr.dk, pr.dv, bd.d_do, pr.dbm, bd.d_lse2, bd.d_dsum, d_dk, d_dv, W, pr.scale * 1.4426950408889634f, pr.scale};
 
-    int sms = 0, ctas = 0;
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int sms = proto::sm_count();
 #ifdef PROTO_KV2
     const size_t smem = 1024 + 2 * size_t(kGroupBytes) + 2 * kXBytes2 + size_t(kN) * kBmPitch * sizeof(float);
-    check(cudaFuncSetAttribute(proto_bwd_kv2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_bwd_kv2_kernel, kThreads2, smem), "occupancy");
+    const int ctas = proto::fit_kernel(proto_bwd_kv2_kernel, kThreads2, smem);
     const int chunks = std::max(1, std::min(sms * ctas / kKeyBlocks, W));
     const int grid = chunks * kKeyBlocks;
     std::printf("variant 2 (2 warpgroups per window, double-buffered): smem %zu B, %d CTAs/SM, grid %d\n", smem, ctas, grid);
     auto launch = [&] { proto_bwd_kv2_kernel<<<grid, kThreads2, smem>>>(p, chunks); };
 #else
     const size_t smem = 1024 + size_t(kGroups) * kGroupBytes + size_t(kN) * kBmPitch * sizeof(float);
-    check(cudaFuncSetAttribute(proto_bwd_kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_bwd_kv_kernel, kThreads * kGroups, smem), "occupancy");
+    const int ctas = proto::fit_kernel(proto_bwd_kv_kernel, kThreads * kGroups, smem);
     const int grid = std::max(kKeyBlocks, std::min(sms * ctas / kKeyBlocks * kKeyBlocks, (W + kGroups - 1) / kGroups * kKeyBlocks));
     std::printf("groups %d: smem %zu B, %d CTAs/SM, grid %d\n", kGroups, smem, ctas, grid);
     auto launch = [&] { proto_bwd_kv_kernel<<<grid, kThreads * kGroups, smem>>>(p); };
@@ -337,9 +320,7 @@ int main(int argc, char** argv) {
     std::vector<float> hdk(elems), hdv(elems);
     check(cudaMemcpy(hdk.data(), d_dk, elems * 4, cudaMemcpyDeviceToHost), "copy dk");
     check(cudaMemcpy(hdv.data(), d_dv, elems * 4, cudaMemcpyDeviceToHost), "copy dv");
-    size_t nan = 0;
-    for (size_t e = 0; e < elems; ++e) nan += std::isnan(hdk[e]) + std::isnan(hdv[e]);
-    std::printf("NaN (unwritten) outputs: %zu of %zu\n", nan, 2 * elems);
+    std::printf("NaN (unwritten) outputs: %zu of %zu\n", proto::count_nan(hdk) + proto::count_nan(hdv), 2 * elems);
 
     // float64 reference on 4 windows
     double err_k = 0, err_v = 0, max_k = 0, max_v = 0;

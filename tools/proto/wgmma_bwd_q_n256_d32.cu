@@ -174,23 +174,17 @@ __global__ void __launch_bounds__(kThreads, 1) proto_bwd_q_kernel(const QParams 
         }
 
         // dq = warpgroup 0's + warpgroup 1's (fixed order), both in the same fragment layout
-        if (wg == 1) {
-#pragma unroll
-            for (int i = 0; i < kD / 8; ++i)
-                *reinterpret_cast<float4*>(sX + (i * kWgThreads + wtid) * 4) = make_float4(dq[i][0], dq[i][1], dq[i][2], dq[i][3]);
-        }
+        if (wg == 1) proto::stash_partial<kWgThreads>(dq, sX, wtid);
         __syncthreads();   // also: every warp is done with this stage, which the next trip refills
         if (wg == 0) {
+            proto::add_partial<kWgThreads>(dq, sX, wtid);
             float* dqp = p.dq + (int64_t(w) * kN + m * kM + warp * 16) * kD;
 #pragma unroll
-            for (int i = 0; i < kD / 8; ++i) {
-                const float4 x = *reinterpret_cast<const float4*>(sX + (i * kWgThreads + wtid) * 4);
-                const float o[4] = {dq[i][0] + x.x, dq[i][1] + x.y, dq[i][2] + x.z, dq[i][3] + x.w};
+            for (int i = 0; i < kD / 8; ++i)
 #pragma unroll
                 for (int r = 0; r < 2; ++r)
                     *reinterpret_cast<float2*>(dqp + (g + 8 * r) * kD + i * 8 + 2 * t4) =
-                        make_float2(o[2 * r] * p.scale, o[2 * r + 1] * p.scale);
-            }
+                        make_float2(dq[i][2 * r] * p.scale, dq[i][2 * r + 1] * p.scale);
         }
         // sX is rewritten only after the next trip's first __syncthreads, which warpgroup 0 reaches
         // after these reads
@@ -222,18 +216,11 @@ int main(int argc, char** argv) {
     const proto::BwdData bd = proto::make_bwd_data(pr);
 
     const size_t smem = 1024 + 2 * size_t(kStageBytes) + kXBytes + size_t(kM) * kBmPitch * sizeof(float);
-    check(cudaFuncSetAttribute(proto_bwd_q_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
-    int ctas = 0, sms = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_bwd_q_kernel, kThreads, smem), "occupancy");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int ctas = proto::fit_kernel(proto_bwd_q_kernel, kThreads, smem), sms = proto::sm_count();
     const int chunks = std::max(1, std::min(sms * ctas / kQBlocks, W));
     const int grid = chunks * kQBlocks;
 
-    float *d_dq, *d_part;
-    check(cudaMalloc(&d_dq, elems * 4), "malloc");
-    check(cudaMalloc(&d_part, size_t(chunks) * kN * kN * 4), "malloc");
-    check(cudaMemset(d_dq, 0xFF, elems * 4), "poison");
-    check(cudaMemset(d_part, 0xFF, size_t(chunks) * kN * kN * 4), "poison");
+    float *d_dq = proto::alloc_poisoned_f32(elems), *d_part = proto::alloc_poisoned_f32(size_t(chunks) * kN * kN);
     QParams p{pr.dq, pr.dk, pr.dv, bd.d_do, pr.dbm, bd.d_lse2, bd.d_dsum, d_dq, d_part, W, chunks,
               pr.scale * float(proto::kLog2e), pr.scale};
     std::printf("smem %zu B, %d CTAs/SM, %d chunks, grid %d\n", smem, ctas, chunks, grid);
@@ -245,10 +232,7 @@ int main(int argc, char** argv) {
     std::vector<float> hdq(elems), hpart(size_t(chunks) * kN * kN);
     check(cudaMemcpy(hdq.data(), d_dq, elems * 4, cudaMemcpyDeviceToHost), "copy dq");
     check(cudaMemcpy(hpart.data(), d_part, hpart.size() * 4, cudaMemcpyDeviceToHost), "copy dbias");
-    size_t nan = 0;
-    for (float x : hdq) nan += std::isnan(x);
-    for (float x : hpart) nan += std::isnan(x);
-    std::printf("NaN (unwritten) outputs: %zu of %zu\n", nan, elems + hpart.size());
+    std::printf("NaN (unwritten) outputs: %zu of %zu\n", proto::count_nan(hdq) + proto::count_nan(hpart), elems + hpart.size());
 
     std::vector<double> P, dS, dbias_ref(size_t(kN) * kN, 0.0);
     double err_q = 0, max_q = 0;

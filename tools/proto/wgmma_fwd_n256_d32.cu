@@ -209,10 +209,7 @@ int main(int argc, char** argv) {
     const int W = pr.W;
 
     const size_t smem = 1024 + kGroups * (kQBytes + kKBytes + kVBytes) + size_t(kM) * kBmPitch * sizeof(float);
-    check(cudaFuncSetAttribute(proto_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "attr");
-    int ctas = 0, sms = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, proto_fwd_kernel, kThreads, smem), "occupancy");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int ctas = proto::fit_kernel(proto_fwd_kernel, kThreads, smem), sms = proto::sm_count();
     const int grid = std::min(sms * ctas / 4 * 4, (W + kGroups - 1) / kGroups * 4);
     float* dsd;
     check(cudaMalloc(&dsd, size_t(kN) * kN * sizeof(float)), "malloc");

@@ -330,10 +330,7 @@ int main(int argc, char** argv) {
     const proto::Problem pr = proto::make_problem(argc > 1 ? std::atoi(argv[1]) : 6144);
     const int W = pr.W;
 
-    check(cudaFuncSetAttribute(ws_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)), "attr");
-    int ctas = 0, sms = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, ws_fwd_kernel, kThreads, kSmemBytes), "occupancy");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    const int ctas = proto::fit_kernel(ws_fwd_kernel, kThreads, kSmemBytes), sms = proto::sm_count();
     const int grid = std::max(4, std::min(sms * ctas / 4 * 4, W * 4));
     ProtoParams p{pr.dq, pr.dk, pr.dv, pr.dout, pr.dbm, W, pr.scale * 1.4426950408889634f};
 #ifdef PROTO_NO_PINGPONG
