@@ -535,6 +535,27 @@ def test_cuda_mma_sync_forward_at_wgmma_shapes_in_subprocess():
     _check_problems_in_child(_WGMMA_FWD_CASES, 700, {"FWA_WINDOW_WGMMA": "0"}, "mma.sync forward at N <= 256")
 
 
+# The tiled backward at head dim <= 32 (FWA_BWD_FORCE_TILED=1: also N <= 64): every key / query block
+# count from 1 to 16, partial last blocks, d < 32 (zero-filled columns), V1 / V2, with and without
+# bias+mask, fully masked rows, clustered values, both dtypes, packed (strided) and contiguous.
+_TILED_BWD_D32_CASES = [(24, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (16, 2, 144, 32, "float16", "v2", "shift", "clustered"),
+                        (8, 2, 576, 32, "bfloat16", "v1", "shift", "normal"), (12, 2, 100, 24, "float16", "v2", None, "normal"),
+                        (4, 2, 1024, 16, "bfloat16", "v2", "shift", "normal"), (16, 2, 65, 32, "float16", "v1", None, "clustered"),
+                        (8, 2, 200, 32, "float16", "v2", "dead", "normal"), (32, 2, 49, 32, "bfloat16", "v2", "shift", "normal"),
+                        (16, 2, 1, 16, "float16", "v2", None, "normal"), (12, 3, 192, 32, "bfloat16", "v2", "shift", "clustered")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("wgmma", ["1", "0"])
+def test_cuda_tiled_backward_d32_forms_in_subprocess(wgmma):
+    """On sm_90a the tiled backward at head dim <= 32 takes its products from warpgroup MMA
+    (bwd_tiled_kernels.cuh, kWgmma); FWA_WINDOW_BWD_WGMMA=0 keeps the mma.sync kernels (the form of
+    every other GPU). Both forms, checked against float64 on the same problems (elsewhere both runs
+    take the mma.sync form)."""
+    env = {"FWA_BWD_FORCE_TILED": "1", "FWA_WINDOW_BWD_WGMMA": wgmma}
+    _check_problems_in_child(_TILED_BWD_D32_CASES, 900, env, f"tiled backward d <= 32, wgmma {wgmma}")
+
+
 @pytest.mark.cuda
 def test_cuda_global_dbias_slice_in_subprocess():
     """The tiled backward's query-side kernel accumulates dbias in a shared-memory strip wherever it

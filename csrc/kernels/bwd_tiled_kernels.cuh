@@ -10,6 +10,14 @@
 //     rows over the whole chunk in a per-thread accumulator (a shared-memory strip where it fits
 //     the device, a CTA-private global slice otherwise), written once as a partial: deterministic.
 // P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
+//
+// kWgmma (head dim <= 32 on sm_90a; window_bwd_wgmma_enabled): kernels 2 and 3 take their products
+// from Hopper warpgroup MMA instead of mma.sync, with the same CTAs, tiles and pipeline. The 4
+// warps of a CTA are one warpgroup; q, k, v and dout tiles are 64-byte-swizzled (load_tile_sw64_async)
+// and read by the tensor cores from shared memory (no ldmatrix), P and dS go in as register A
+// operands. A wgmma m64nN accumulator gives each warp its 16 rows in the mma.sync C-fragment layout,
+// so everything between the products (the logits, P, dS, the dbias strip, the D and dalpha sums,
+// dropout, the epilogues) is the same code in both forms.
 #pragma once
 #include <cstdlib>
 #include <type_traits>
@@ -17,6 +25,7 @@
 #include "fwd_kernel.cuh"
 #include "warp_mma.cuh"
 #include "warp_reduce.cuh"
+#include "wgmma.cuh"
 
 namespace fwa {
 
@@ -95,16 +104,68 @@ __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const Bw
     p.dsum[r] = sum.y != 0.f ? sum.x / sum.y : sum.x;
 }
 
+// Warpgroup products of the kWgmma kernels (128 threads; each warp its 16 rows of the 64-row
+// result, in the layout of warp_mma_abt / warp_mma_pb's accumulators). Issued, not waited for:
+// wg_products_done commits and waits.
+// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns).
+template <typename Element>
+FWA_DEVICE void wg_mma_abt(float (&acc)[kTileN / 8][4], const Element* tA, const Element* tB) {
+    const uint32_t a = smem_u32(tA), b = smem_u32(tB);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) wgmma_s64<Element>(acc, sw64_kmajor_desc(a + 32 * ks), sw64_kmajor_desc(b + 32 * ks), ks > 0);
+}
+// acc (64 x 32) += P B, P (64 x 64) the accumulator of an earlier product (rounded to Element),
+// B the 64 x 32 swizzled tile tB read transposed (its rows along k).
+template <typename Element>
+FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[kTileN / 8][4], const Element* tB) {
+    using Tr = ElementTraits<Element>;
+    const uint32_t b = smem_u32(tB);
+    uint32_t a[kTileN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kTileN / 16; ++kk) {
+        a[kk][0] = Tr::pack(pf[2 * kk][0], pf[2 * kk][1]);
+        a[kk][1] = Tr::pack(pf[2 * kk][2], pf[2 * kk][3]);
+        a[kk][2] = Tr::pack(pf[2 * kk + 1][0], pf[2 * kk + 1][1]);
+        a[kk][3] = Tr::pack(pf[2 * kk + 1][2], pf[2 * kk + 1][3]);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kTileN / 16; ++kk) wgmma_pv<Element, 32>(acc, a[kk], sw64_mnmajor_desc(b + 1024 * kk), 1);
+}
+template <int kM0, int kM1>
+FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4], float (&acc1)[kM1][4]) {
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc0);
+    wgmma_fence_operand(acc1);
+}
+template <int kM0>
+FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4]) {
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc0);
+}
+
 // Key side: dk, dv.
 
 constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask tile (conflict-free)
 
-template <int kHeadDim> struct BwdKvSmem {
-    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+// Elements of a 64-row tile: padded rows for ldmatrix, or (kWgmma) 64-byte swizzled rows, 4 KB
+// per tile (its kernel aligns its shared memory to the 512-byte swizzle period: kWgmmaSlack).
+template <int kHeadDim, bool kWgmma> constexpr int bwd_tile_elems() {
+    static_assert(!kWgmma || kHeadDim == 32, "the wgmma tiles hold 64-byte rows");
+    return kWgmma ? kTileM * 32 : TileShape<kHeadDim>::kElems;
+}
+constexpr size_t kWgmmaSlack = 512;
+
+template <int kHeadDim, bool kWgmma = false> struct BwdKvSmem {
+    static constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();
     // k, v of the key block, q and dout (2 stages), row statistics (2 stages x lse, D, q_inv),
     // the per-warp sums of P dP and of P (2 stages x 4 warps x 64 queries x 2), then (with
     // bias/mask) the 64x64 bias+mask tile of each stage.
-    static constexpr size_t kFixedBytes = size_t(6) * kTile * 2 + size_t(2) * 3 * kTileM * sizeof(float) +
+    static constexpr size_t kFixedBytes = (kWgmma ? kWgmmaSlack : 0) + size_t(6) * kTile * 2 +
+                                          size_t(2) * 3 * kTileM * sizeof(float) +
                                           size_t(2) * (kNumThreads / 32) * kTileM * 2 * sizeof(float);
     static constexpr size_t kBmBytes = size_t(2) * kTileM * kKvBmPitch * sizeof(float);
     static size_t bytes(bool has_bm) { return kFixedBytes + (has_bm ? kBmBytes : 0); }
@@ -115,14 +176,20 @@ template <int kHeadDim> struct BwdKvSmem {
 // 180, which capped it at 2); at d >= 64 shared memory caps it at 2 or 1 anyway.
 template <int kHeadDim> constexpr int bwd_kv_min_blocks() { return kHeadDim <= 32 ? 3 : 1; }
 
-template <typename Element, int kHeadDim, bool kDropout>
+// The start of a kernel's dynamic shared memory, aligned to the 512-byte swizzle period for kWgmma.
+template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* raw) {
+    if constexpr (kWgmma) return raw + ((kWgmmaSlack - (smem_u32(raw) & (kWgmmaSlack - 1))) & (kWgmmaSlack - 1));
+    else return raw;
+}
+
+template <typename Element, int kHeadDim, bool kDropout, bool kWgmma = false>
 __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) window_attn_bwd_kv_kernel(const BwdParams p) {
-    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
     constexpr int kDT = kHeadDim / 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Element* sK = reinterpret_cast<Element*>(smem_raw);
+    Element* sK = reinterpret_cast<Element*>(bwd_smem_base<kWgmma>(smem_raw));
     Element* sV = sK + kTile;
     Element* sQ = sV + kTile;          // 2 stages
     Element* sO = sQ + 2 * kTile;      // dout, 2 stages
@@ -152,10 +219,14 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     auto ptr = [&](const TensorRef& t) {
         return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
     };
+    auto load_tile = [&](Element* tile, const TensorRef& t, int row0) {
+        if constexpr (kWgmma) load_tile_sw64_async<Element>(smem_u32(tile), ptr(t), t.row_stride, row0, N, d, tid);
+        else load_tile_async<Element, kHeadDim>(tile, ptr(t), t.row_stride, row0, N, d, tid);
+    };
     auto issue_loads = [&](int ib) {
         const int st = ib & 1;
-        load_tile_async<Element, kHeadDim>(sQ + st * kTile, ptr(p.q), p.q.row_stride, ib * kTileM, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sO + st * kTile, ptr(p.dout), p.dout.row_stride, ib * kTileM, N, d, tid);
+        load_tile(sQ + st * kTile, p.q, ib * kTileM);
+        load_tile(sO + st * kTile, p.dout, ib * kTileM);
         // Row statistics of the query block. Rows >= N are zero-filled: their q and dout rows
         // are zero too, so whatever P they get, they add nothing to dk and dv.
         if (tid < kTileM) {
@@ -174,8 +245,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
                                bm_slice + int64_t(ib) * kTileM * p.Npad + key0, p.Npad, tid);
     };
 
-    load_tile_async<Element, kHeadDim>(sK, ptr(p.k), p.k.row_stride, key0, N, d, tid);
-    load_tile_async<Element, kHeadDim>(sV, ptr(p.v), p.v.row_stride, key0, N, d, tid);
+    load_tile(sK, p.k, key0);
+    load_tile(sV, p.v, key0);
     issue_loads(0);
     cp_async_commit();
 
@@ -208,6 +279,7 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
     for (int ib = 0; ib < n_blocks; ++ib) {
         cp_async_wait<0>();
+        if constexpr (kWgmma) fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
         __syncthreads();
         if (ib > 0) store_pdp_partial(ib - 1);
         if (ib + 1 < n_blocks) issue_loads(ib + 1);
@@ -222,10 +294,16 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
         float s[kNT][4], dp[kNT][4];
-        zero_acc(s);
-        zero_acc(dp);
-        warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
-        warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
+        if constexpr (kWgmma) {
+            wg_mma_abt(s, sK, tQ);
+            wg_mma_abt(dp, sV, tO);
+            wg_products_done(s, dp);
+        } else {
+            zero_acc(s);
+            zero_acc(dp);
+            warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
+            warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
+        }
 
         // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
         uint32_t keep_bits = 0;
@@ -291,8 +369,14 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
-        warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
-        warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
+        if constexpr (kWgmma) {
+            wg_mma_pb(dv, s, tO);
+            wg_mma_pb(dk, dp, tQ);
+            wg_products_done(dk, dv);
+        } else {
+            warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
+            warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
+        }
     }
     __syncthreads();
     store_pdp_partial(n_blocks - 1);
@@ -301,21 +385,21 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     auto dst = [&](const TensorRef& t) {
         return static_cast<Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
     };
-    warp_store_grad_rows<kHeadDim>(dk, cosine, sK, warp * 16, k_inv, alpha, dst(p.dk),
-                                   p.dk.row_stride, key0 + warp * 16, N, d, lane);
-    warp_store_grad_rows<kHeadDim>(dv, false, sK, warp * 16, k_inv, 1.f, dst(p.dv),
-                                   p.dv.row_stride, key0 + warp * 16, N, d, lane);
+    warp_store_grad_rows<kHeadDim, kWgmma>(dk, cosine, sK, warp * 16, k_inv, alpha, dst(p.dk),
+                                           p.dk.row_stride, key0 + warp * 16, N, d, lane);
+    warp_store_grad_rows<kHeadDim, kWgmma>(dv, false, sK, warp * 16, k_inv, 1.f, dst(p.dv),
+                                           p.dv.row_stride, key0 + warp * 16, N, d, lane);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Query side: dq, dbias partials, dalpha partials.
 
-template <int kHeadDim> struct BwdQSmem {
-    static constexpr int kTile = TileShape<kHeadDim>::kElems;
+template <int kHeadDim, bool kWgmma = false> struct BwdQSmem {
+    static constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();
     // q, dout per window (2 stages), k, v per key block (2 stages), key inverse norms (2 stages),
     // row statistics per window (2 stages x lse, D, q_inv), then the dbias strip when it fits.
-    static constexpr size_t kFixedBytes =
-        size_t(8) * kTile * 2 + 2 * kTileN * sizeof(float) + size_t(2) * 3 * kTileM * sizeof(float);
+    static constexpr size_t kFixedBytes = (kWgmma ? kWgmmaSlack : 0) + size_t(8) * kTile * 2 +
+                                          2 * kTileN * sizeof(float) + size_t(2) * 3 * kTileM * sizeof(float);
     static size_t bytes(int Npad, bool strip) {
         return kFixedBytes + (strip ? size_t(kTileM) * (Npad + 8) * sizeof(float) : 0);
     }
@@ -327,14 +411,14 @@ template <int kHeadDim> struct BwdQSmem {
 // a runtime flag: with the choice made per element at run time the compiler emitted generic
 // (address-space agnostic) loads and stores and re-materialised the per-element predicates every
 // item (ncu, H100: ~2900 instructions per warp and 64-key item, 48 of them tensor-core products).
-template <typename Element, int kHeadDim, bool kDropout, bool kStrip>
+template <typename Element, int kHeadDim, bool kDropout, bool kStrip, bool kWgmma = false>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const BwdParams p) {
-    constexpr int kTile = TileShape<kHeadDim>::kElems;
+    constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Element* sQ = reinterpret_cast<Element*>(smem_raw);
+    Element* sQ = reinterpret_cast<Element*>(bwd_smem_base<kWgmma>(smem_raw));
     Element* sO = sQ + 2 * kTile;
     Element* sK = sO + 2 * kTile;
     Element* sV = sK + 2 * kTile;
@@ -371,6 +455,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     auto base = [&](const TensorRef& t, int64_t b) {
         return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
     };
+    auto load_tile = [&](Element* tile, const TensorRef& t, int64_t b, int row0) {
+        if constexpr (kWgmma) load_tile_sw64_async<Element>(smem_u32(tile), base(t, b), t.row_stride, row0, N, d, tid);
+        else load_tile_async<Element, kHeadDim>(tile, base(t, b), t.row_stride, row0, N, d, tid);
+    };
     // (window, key tile) cursors of the next item to load and of the item being computed,
     // advanced in order (no integer division per item)
     int load_ti = 0, load_j = 0;
@@ -380,8 +468,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         const int64_t b = window_of(ti);
         const int st = item & 1;
         if (j == 0) {
-            load_tile_async<Element, kHeadDim>(sQ + (ti & 1) * kTile, base(p.q, b), p.q.row_stride, row0, N, d, tid);
-            load_tile_async<Element, kHeadDim>(sO + (ti & 1) * kTile, base(p.dout, b), p.dout.row_stride, row0, N, d, tid);
+            load_tile(sQ + (ti & 1) * kTile, p.q, b, row0);
+            load_tile(sO + (ti & 1) * kTile, p.dout, b, row0);
             // the window's row statistics, staged like its q tile (read at its first item: a
             // direct global load there stalled every warp for a memory latency per window)
             if (tid < kTileM) {
@@ -394,8 +482,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 if (cosine) cp_async_4(smem_u32(dst + 2 * kTileM + tid), p.q_inv_norm + src, ok);
             }
         }
-        load_tile_async<Element, kHeadDim>(sK + st * kTile, base(p.k, b), p.k.row_stride, j * kTileN, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sV + st * kTile, base(p.v, b), p.v.row_stride, j * kTileN, N, d, tid);
+        load_tile(sK + st * kTile, p.k, b, j * kTileN);
+        load_tile(sV + st * kTile, p.v, b, j * kTileN);
         if (cosine && tid < kTileN) {   // padded keys get 0 (their logits are masked anyway)
             const int key = j * kTileN + tid;
             cp_async_4(smem_u32(sKinv + st * kTileN + tid),
@@ -435,6 +523,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     int ti = 0, j = 0;
     for (int item = 0; item < n_items; ++item) {
         cp_async_wait<0>();
+        if constexpr (kWgmma) fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
         __syncthreads();
         if (item + 1 < n_items) issue_loads(item + 1);
         cp_async_commit();
@@ -462,10 +551,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
 
         float s[kNT][4], dp[kNT][4];
-        zero_acc(s);
-        zero_acc(dp);
-        warp_mma_abt<kHeadDim>(s, tQ, warp * 16, tK, lane);
-        warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
+        if constexpr (kWgmma) {
+            wg_mma_abt(s, tQ, tK);
+            wg_mma_abt(dp, tO, tV);
+            wg_products_done(s, dp);
+        } else {
+            zero_acc(s);
+            zero_acc(dp);
+            warp_mma_abt<kHeadDim>(s, tQ, warp * 16, tK, lane);
+            warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
+        }
 
         const int key0 = j * kTileN;
         // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z) / sum_j P,
@@ -553,7 +648,12 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         if (has_bm && kPrefetchBm && item + 1 < n_items) load_bm_regs(j + 1 == n_key_tiles ? 0 : j + 1);
 
         // dq' += (dS diag(1/||k||)) k, the key factors already applied to dp above
-        warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
+        if constexpr (kWgmma) {
+            wg_mma_pb(dq, dp, tK);
+            wg_products_done(dq);
+        } else {
+            warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
+        }
 
         if (j == n_key_tiles - 1) {
             if (cosine) {
@@ -567,7 +667,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 }
             }
             // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
-            warp_store_grad_rows<kHeadDim>(
+            warp_store_grad_rows<kHeadDim, kWgmma>(
                 dq, cosine, tQ, warp * 16, q_inv, alpha,
                 static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
                 p.dq.row_stride, row0 + warp * 16, N, d, lane);
@@ -609,18 +709,19 @@ inline int bwd_q_strip_max_npad() {
     return limit;
 }
 
-template <typename Element, int kHeadDim, bool kDropout>
+template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
                                   bool assume_strip) {
     cudaError_t err;
+    using QSmem = BwdQSmem<kHeadDim, kWgmma>;
     // The dbias strip where it fits the device's shared memory (H100: up to N = 576 at d <= 64; at
     // d > 64 with N > 128 it does not fit sm_80's 163 KB): the CTA-private global slice otherwise.
     const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= bwd_q_strip_max_npad() &&
-                       BwdQSmem<kHeadDim>::bytes(p.Npad, true) <= max_smem_per_block();
-    const size_t q_smem = BwdQSmem<kHeadDim>::bytes(p.Npad, strip);
+                       QSmem::bytes(p.Npad, true) <= max_smem_per_block();
+    const size_t q_smem = QSmem::bytes(p.Npad, strip);
     int q_ctas = 0;
-    err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true>>(q_smem, kNumThreads, &q_ctas)
-                : prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false>>(q_smem, kNumThreads, &q_ctas);
+    err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma>>(q_smem, kNumThreads, &q_ctas)
+                : prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma>>(q_smem, kNumThreads, &q_ctas);
     if (err != cudaSuccess) return err;
     if (ctas_per_sm != nullptr) {   // planning only
         *ctas_per_sm = q_ctas;
@@ -635,12 +736,12 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
-        const size_t smem = BwdKvSmem<kHeadDim>::bytes(p.bm != nullptr);
+        const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
         int ctas = 0;
-        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout>>(smem, kNumThreads, &ctas)) != cudaSuccess)
+        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
         const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
-        window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+        window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     {
@@ -651,18 +752,29 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (strip)
-        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
     else
-        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
     return cudaGetLastError();
 }
 
+template <typename Element, int kHeadDim, bool kWgmma>
+cudaError_t launch_bwd_tiled_form(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm, bool assume_strip) {
+    return p.dropout.rng_state != nullptr
+               ? launch_bwd_tiled_impl<Element, kHeadDim, true, kWgmma>(p, stream, ctas_per_sm, assume_strip)
+               : launch_bwd_tiled_impl<Element, kHeadDim, false, kWgmma>(p, stream, ctas_per_sm, assume_strip);
+}
+
+// The wgmma form at head dim bucket 32 (d = 16, 24, 32: the tiles zero-fill columns >= d) where
+// window_bwd_wgmma_enabled(), the mma.sync form otherwise.
 template <typename Element, int kHeadDim>
 cudaError_t launch_bwd_tiled(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm = nullptr,
                              bool assume_strip = false) {
-    return p.dropout.rng_state != nullptr
-               ? launch_bwd_tiled_impl<Element, kHeadDim, true>(p, stream, ctas_per_sm, assume_strip)
-               : launch_bwd_tiled_impl<Element, kHeadDim, false>(p, stream, ctas_per_sm, assume_strip);
+    if constexpr (kHeadDim == 32) {
+        if (window_bwd_wgmma_enabled())
+            return launch_bwd_tiled_form<Element, kHeadDim, true>(p, stream, ctas_per_sm, assume_strip);
+    }
+    return launch_bwd_tiled_form<Element, kHeadDim, false>(p, stream, ctas_per_sm, assume_strip);
 }
 
 }  // namespace fwa

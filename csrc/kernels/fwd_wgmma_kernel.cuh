@@ -78,12 +78,8 @@ template <int kKeys> struct FwdWgmmaLayout {
     static size_t bytes(int groups) { return 1024 /* alignment slack */ + ones_offset(groups) + kOnesBytes; }
 };
 
-// Byte offset of 16-byte chunk j of row r in a 64-byte-swizzled tile.
-FWA_DEVICE uint32_t sw64_offset(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
-// K-major q / k operand at a tile's first k16 step: 8-row groups 512 bytes apart; step ks is 32 ks
-// bytes into the 64-byte rows (fwd_wg_desc_add; the swizzle is applied by the hardware to the full
-// address).
-FWA_DEVICE uint64_t fwd_wg_qk_desc(uint32_t tile) { return wgmma_desc(tile, 16, 512, 2); }
+// K-major q / k operands: sw64_kmajor_desc at a tile's first k16 step; step ks is 32 ks bytes into
+// the 64-byte rows (fwd_wg_desc_add; the swizzle is applied by the hardware to the full address).
 // MN-major [v | 1] operand (keys along K, head dim along N) at a tile's first k16 step (step kk:
 // 16 keys = 1024 kk bytes on, fwd_wg_v_desc_add); 8-key groups 512 bytes apart; the second
 // 32-column panel (columns 32..39 of the m64n40k16: the row sums of P) is `ones` (all 1, so its
@@ -244,7 +240,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 
     // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
     // an offset from these (fwd_wg_desc_add).
-    const uint64_t desc_q0 = fwd_wg_qk_desc(stage_q(0));
+    const uint64_t desc_q0 = sw64_kmajor_desc(stage_q(0));
     const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, sOnes);
 
     for (int ti = 0; ti < n_win; ++ti) {

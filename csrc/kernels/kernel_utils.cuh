@@ -46,6 +46,10 @@ FWA_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes));
 }
+// Byte offset of 16-byte chunk j of row r in a 64-byte-swizzled tile (rows of 64 bytes: head dim 32
+// at 16 bits; the wgmma kernels' operand layout, swizzle mode 2): chunk j sits at position
+// j ^ ((r >> 1) & 3), a pattern of 8 rows (512 bytes), so such tiles start 512-byte aligned.
+FWA_DEVICE uint32_t sw64_offset(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
 // 4-byte async copy (for fp32 row statistics, whose rows need not be 16-byte aligned).
 FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),

@@ -75,6 +75,25 @@ FWA_DEVICE void load_tile_async_form(Element* tile, const Element* src, int64_t 
     else load_tile_async_compact<Element, kHeadDim>(tile, src, row_stride, row0, N, d, tid);
 }
 
+// The copy of load_tile_async into a 64-byte-swizzled tile (the wgmma kernels' operand layout, head
+// dim d <= 32 at 16 bits; `tile`: its shared-memory address, 512-byte aligned): thread tid copies
+// chunk tid % 4 of rows tid / 4 and tid / 4 + 32 (same swizzled position in both: 32 rows are 4
+// swizzle periods). Rows >= N and columns >= d are zero-filled.
+template <typename Element>
+FWA_DEVICE void load_tile_sw64_async(uint32_t tile, const Element* src, int64_t row_stride, int row0, int N,
+                                     int d, int tid) {
+    static_assert(kNumThreads == 128 && kTileM == 64, "two 16-byte chunks per thread");
+    const int r = tid >> 2, j = tid & 3;
+    const bool col_ok = j * 8 < d;
+    const Element* g = src + int64_t(row0 + r) * row_stride + j * 8;
+    const uint32_t s = tile + sw64_offset(r, j);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const bool valid = col_ok && row0 + r + 32 * i < N;
+        cp_async_16(s + uint32_t(i) * 2048u, valid ? g + i * 32 * row_stride : src, valid ? 16 : 0);
+    }
+}
+
 // Async copy of a 64x64 fp32 block of the padded bias+mask slice (row pitch src_pitch, always in
 // bounds: the slice is Npad x Npad) into a tile with row pitch dst_pitch (a multiple of 4). Same
 // thread-to-chunk map as load_tile_async: column chunk tid % 16, rows tid / 16 + 8 i.

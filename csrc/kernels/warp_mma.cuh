@@ -75,7 +75,8 @@ FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTil
 //   V2 (cosine): f · inv · (acc - x̂ <x̂, acc>), x̂ = inv · x, x the input rows (tile tX),
 // the backward of x̂ = x / max(||x||, eps) scaled by f (the logit scale); the projection is
 // dropped where the norm was clamped (norm_projection). Rows >= N and columns >= d are skipped.
-template <int kHeadDim, typename Element>
+// kSw64: tX is a 64-byte-swizzled tile (sw64_offset; head dim 32), not a padded row-major one.
+template <int kHeadDim, bool kSw64 = false, typename Element>
 FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool cosine,
                                      const Element* tX, int lrow0, const float (&inv)[2], float f,
                                      Element* dst, int64_t row_stride, int grow0, int N, int d,
@@ -91,8 +92,13 @@ FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool c
         if (cosine) {
 #pragma unroll
             for (int i = 0; i < kDT; ++i) {
-                const float2 x = Tr::unpack(*reinterpret_cast<const uint32_t*>(
-                    tX + lrow * TileShape<kHeadDim>::kPitch + i * 8 + 2 * t4));
+                const uint32_t* xp;
+                if constexpr (kSw64)
+                    xp = reinterpret_cast<const uint32_t*>(reinterpret_cast<const unsigned char*>(tX) +
+                                                           sw64_offset(lrow, i) + 4 * t4);
+                else
+                    xp = reinterpret_cast<const uint32_t*>(tX + lrow * TileShape<kHeadDim>::kPitch + i * 8 + 2 * t4);
+                const float2 x = Tr::unpack(*xp);
                 xh[i][0] = x.x * inv[r];
                 xh[i][1] = x.y * inv[r];
                 dot = fmaf(xh[i][0], acc[i][2 * r], fmaf(xh[i][1], acc[i][2 * r + 1], dot));

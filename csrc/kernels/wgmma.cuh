@@ -24,6 +24,14 @@ FWA_DEVICE uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo, u
            (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(swizzle) << 62);
 }
 
+// Descriptors of 64-byte-swizzled tiles of 64-byte rows (sw64_offset; head dim 32 at 16 bits):
+// a K-major operand (rows along M or N, the 32 elements of a row along K; k16 step ks is 32 ks
+// bytes on), and an MN-major B operand of one 32-column panel (rows along K, 16 rows = 1024 bytes
+// per k16 step; the leading byte offset, the distance to a second panel, is unused). 8-row groups
+// are 512 bytes apart in both.
+FWA_DEVICE uint64_t sw64_kmajor_desc(uint32_t tile) { return wgmma_desc(tile, 16, 512, 2); }
+FWA_DEVICE uint64_t sw64_mnmajor_desc(uint32_t tile) { return wgmma_desc(tile, 16384, 512, 2); }
+
 // Outside sm_90a (FWA_HAS_WGMMA == 0) every wrapper below is a trap: kernels that use them are
 // launched only where the sm_90a code exists, and their other-arch instantiations compile.
 #if FWA_HAS_WGMMA
@@ -66,12 +74,13 @@ FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc
     else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
 }
 // O (64 x kN) (+)= P V, P from registers, V (16 x kN) MN-major in shared memory; kN = the head
-// dim, 64 or 128, or 40 (head dim 32 and 8 columns of ones: the row sums of P).
+// dim, 32, 64 or 128, or 40 (head dim 32 and 8 columns of ones: the row sums of P).
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 40 || kN == 64 || kN == 128, "40, 64 or 128 columns");
-    if constexpr (kN == 40) { if constexpr (kHalf) wgmma_m64n40k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n40k16_rs_tb_bf16(d, a, db, acc); }
+    static_assert(kN == 32 || kN == 40 || kN == 64 || kN == 128, "32, 40, 64 or 128 columns");
+    if constexpr (kN == 32) { if constexpr (kHalf) wgmma_m64n32k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n32k16_rs_tb_bf16(d, a, db, acc); }
+    else if constexpr (kN == 40) { if constexpr (kHalf) wgmma_m64n40k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n40k16_rs_tb_bf16(d, a, db, acc); }
     else if constexpr (kN == 64) { if constexpr (kHalf) wgmma_m64n64k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n64k16_rs_tb_bf16(d, a, db, acc); }
     else { if constexpr (kHalf) wgmma_m64n128k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n128k16_rs_tb_bf16(d, a, db, acc); }
 }

@@ -133,6 +133,10 @@ inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     return (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= 256 && p.d <= 32 && fits(p.q) &&
            fits(p.k) && fits(p.v);
 }
+// True when the tiled backward (N > 64) at head dim 32 takes its products from wgmma
+// (bwd_tiled_kernels.cuh, kWgmma): an sm_90a build, a compute capability 9.0 device, and
+// FWA_WINDOW_BWD_WGMMA (testing, A/B timing) not "0".
+bool window_bwd_wgmma_enabled();
 template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);
 

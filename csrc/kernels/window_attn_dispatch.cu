@@ -123,6 +123,16 @@ bool window_fwd_wgmma_enabled() {
 #endif
 }
 
+bool window_bwd_wgmma_enabled() {
+#ifdef FWA_SM90A_BUILT
+    static const bool allowed = env_switch_on("FWA_WINDOW_BWD_WGMMA");
+    if (!allowed) return false;
+    return current_device_is_sm90();
+#else
+    return false;
+#endif
+}
+
 bool window_fwd_wgmma_small_enabled() {
     static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA_SMALL");
     return allowed;

@@ -59,8 +59,9 @@ def main() -> None:
     for ty in ("f16", "bf16"):
         for n in (64, 128):
             parts.append(ss(n, ty))
+        # 32: the window backward's dv += Pᵀ dout, dk += dSᵀ q, dq += dS k at head dim 32;
         # 40: the window forward's P [v | 1] at head dim 32 (row sums in the last 8 columns)
-        for n in (40, 64, 128):
+        for n in (32, 40, 64, 128):
             parts.append(rs(n, ty))
     with open(OUT, "w") as f:
         f.write("".join(parts))
