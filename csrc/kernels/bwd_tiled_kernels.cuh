@@ -9,7 +9,11 @@
 //     loops over windows and key blocks, accumulates dq = f'(dS k) per window, and dbias for its
 //     rows over the whole chunk in a per-thread accumulator (a shared-memory strip where it fits
 //     the device, a CTA-private global slice otherwise), written once as a partial: deterministic.
-// P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3.
+// P = exp(S - lse) is recomputed from q, k and the forward's lse in both 2 and 3, with the same
+// operations in every kernel pair (bitwise the same P: see BwdParams::dsum). V2's logit in log2
+// units is fma(s / ||k_j||, alpha log2(e) / ||q_i||, bm) with s the raw q_i · k_j, so that the
+// query side gets dalpha = Σ_i (1/||q_i||) Σ_j dS_ij (s_ij / ||k_j||) from the s / ||k_j|| it has
+// anyway (one FMA per element; the form Σ P dP cos - D Σ P cos took four).
 //
 // kWgmma (head dim <= 32 on sm_90a; window_bwd_wgmma_enabled): kernels 2 and 3 take their products
 // from Hopper warpgroup MMA instead of mma.sync, with the same CTAs, tiles and pipeline. The 4
@@ -22,6 +26,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "bwd_q_wg_kernel.cuh"
 #include "fwd_kernel.cuh"
 #include "warp_mma.cuh"
 #include "warp_reduce.cuh"
@@ -102,49 +107,6 @@ __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const Bw
         sum.y += v.y;
     }
     p.dsum[r] = sum.y != 0.f ? sum.x / sum.y : sum.x;
-}
-
-// Warpgroup products of the kWgmma kernels (128 threads; each warp its 16 rows of the 64-row
-// result, in the layout of warp_mma_abt / warp_mma_pb's accumulators). Issued, not waited for:
-// wg_products_done commits and waits.
-// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns).
-template <typename Element>
-FWA_DEVICE void wg_mma_abt(float (&acc)[kTileN / 8][4], const Element* tA, const Element* tB) {
-    const uint32_t a = smem_u32(tA), b = smem_u32(tB);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks) wgmma_s64<Element>(acc, sw64_kmajor_desc(a + 32 * ks), sw64_kmajor_desc(b + 32 * ks), ks > 0);
-}
-// acc (64 x 32) += P B, P (64 x 64) the accumulator of an earlier product (rounded to Element),
-// B the 64 x 32 swizzled tile tB read transposed (its rows along k).
-template <typename Element>
-FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[kTileN / 8][4], const Element* tB) {
-    using Tr = ElementTraits<Element>;
-    const uint32_t b = smem_u32(tB);
-    uint32_t a[kTileN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kTileN / 16; ++kk) {
-        a[kk][0] = Tr::pack(pf[2 * kk][0], pf[2 * kk][1]);
-        a[kk][1] = Tr::pack(pf[2 * kk][2], pf[2 * kk][3]);
-        a[kk][2] = Tr::pack(pf[2 * kk + 1][0], pf[2 * kk + 1][1]);
-        a[kk][3] = Tr::pack(pf[2 * kk + 1][2], pf[2 * kk + 1][3]);
-    }
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kTileN / 16; ++kk) wgmma_pv<Element, 32>(acc, a[kk], sw64_mnmajor_desc(b + 1024 * kk), 1);
-}
-template <int kM0, int kM1>
-FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4], float (&acc1)[kM1][4]) {
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operand(acc0);
-    wgmma_fence_operand(acc1);
-}
-template <int kM0>
-FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4]) {
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operand(acc0);
 }
 
 // Key side: dk, dv.
@@ -334,18 +296,22 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
                     // both kernels see the same bits: the D summed here (sum P dP / sum P) must
                     // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
                     // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
+                    // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
                     float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
                     const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+                    float f0 = al, f1 = al;
                     if constexpr (kCos) {
-                        x0 *= qf.x * k_inv[r];
-                        x1 *= qf.y * k_inv[r];
+                        x0 *= k_inv[r];
+                        x1 *= k_inv[r];
+                        f0 = qf.x * al;
+                        f1 = qf.y * al;
                     }
                     if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
-                        x0 = fmaf(x0, al, bmt[c * kKvBmPitch + lkey]);
-                        x1 = fmaf(x1, al, bmt[(c + 1) * kKvBmPitch + lkey]);
+                        x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
+                        x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
                     } else {
-                        x0 *= al;
-                        x1 *= al;
+                        x0 *= f0;
+                        x1 *= f1;
                         if (key_out) x0 = x1 = -INFINITY;
                     }
                     const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
@@ -498,10 +464,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
 
     float dq[kDT][4];
     float lse_r[2], dsum[2], q_inv[2];
-    // dalpha = Σ_ij dS_ij cos_ij = Σ_i (Σ_j P dP cos - D_i Σ_j P cos), in fp32 (see bwd_small),
-    // with D_i = Σ_j P dP summed here: dout·out would carry the rounding of out, which this
-    // heavily cancelling sum would amplify.
-    float pdc[2][2], pc[2][2], pdp[2][2];
+    // dalpha = Σ_ij dS_ij cos_ij = Σ_i (1/||q_i||) Σ_j dS_ij (s_ij / ||k_j||) (see the top of this file),
+    // in fp32 from dS before its rounding to 16 bits; da: the inner sums of the thread's two rows
+    // (two chains each: even / odd column), qa: their logit factors alpha log2(e) / ||q_i||.
+    float da[2][2], qa[2];
     float dalpha_acc = 0.f;
 
     // bias+mask of this warp's rows for one key tile (it depends on the key tile only: every
@@ -546,7 +512,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 lse_r[r] = ok ? stat[lrow] : INFINITY;
                 dsum[r] = ok ? stat[kTileM + lrow] : 0.f;
                 q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow] : 1.f;
-                pdc[r][0] = pc[r][0] = pdp[r][0] = pdc[r][1] = pc[r][1] = pdp[r][1] = 0.f;
+                qa[r] = q_inv[r] * (alpha * kLog2e);
+                da[r][0] = da[r][1] = 0.f;
             }
         }
 
@@ -594,17 +561,18 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                 for (int nt = 0; nt < kNT; ++nt) {
                     const int c = nt * 8 + 2 * t4;
                     float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
-                    if constexpr (kCos) {
-                        c0 *= q_inv[r] * kf[nt].x;
-                        c1 *= q_inv[r] * kf[nt].y;
+                    if constexpr (kCos) {   // s / ||k_j||
+                        c0 *= kf[nt].x;
+                        c1 *= kf[nt].y;
                     }
+                    const float f = kCos ? qa[r] : al;
                     float x0, x1;
                     if constexpr (kBm) {   // explicit FMA: the same rounding as the key-side kernel
-                        x0 = fmaf(c0, al, bmr[r][nt].x);
-                        x1 = fmaf(c1, al, bmr[r][nt].y);
+                        x0 = fmaf(c0, f, bmr[r][nt].x);
+                        x1 = fmaf(c1, f, bmr[r][nt].y);
                     } else {
-                        x0 = c0 * al;
-                        x1 = c1 * al;
+                        x0 = c0 * f;
+                        x1 = c1 * f;
                         if (key0 + c >= N) x0 = -INFINITY;
                         if (key0 + c + 1 >= N) x1 = -INFINITY;
                     }
@@ -613,11 +581,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
                     const float p1 = fast_exp2(fmaf(-lse_r[r], kLog2e, x1));
                     const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
                     const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                    if constexpr (kCos) {   // two chains per sum (even / odd column): latency bound otherwise
-                        pdc[r][nt & 1] = fmaf(p0 * dp[nt][2 * r], c0, fmaf(p1 * dp[nt][2 * r + 1], c1, pdc[r][nt & 1]));
-                        pc[r][nt & 1] = fmaf(p0, c0, fmaf(p1, c1, pc[r][nt & 1]));
-                        pdp[r][nt & 1] = fmaf(p0, dp[nt][2 * r], fmaf(p1, dp[nt][2 * r + 1], pdp[r][nt & 1]));
-                    }
+                    if constexpr (kCos) da[r][nt & 1] = fmaf(g0, c0, fmaf(g1, c1, da[r][nt & 1]));
                     // the dq product takes dS diag(1/||k||) (V2), dS (V1)
                     if constexpr (kCos) {
                         dp[nt][2 * r] = g0 * kf[nt].x;
@@ -659,10 +623,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
             if (cosine) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    // no FMA contraction: the terms cancel exactly where dS = 0 (see bwd_small)
-                    const float contrib = __fsub_rn(quad_sum(pdc[r][0] + pdc[r][1]),
-                                                    __fmul_rn(quad_sum(pdp[r][0] + pdp[r][1]),
-                                                              quad_sum(pc[r][0] + pc[r][1])));
+                    const float contrib = q_inv[r] * quad_sum(da[r][0] + da[r][1]);
                     if (t4 == 0) dalpha_acc += contrib;
                 }
             }
@@ -709,24 +670,47 @@ inline int bwd_q_strip_max_npad() {
     return limit;
 }
 
+// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 256; FWA_WINDOW_BWD_Q_WG
+// also 128) the warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
-cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
-                                  bool assume_strip) {
-    cudaError_t err;
+cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
+    const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
+    if constexpr (kWgmma) {
+        if (window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p)) {
+            auto run = [&](auto keys_tag) {
+                constexpr int kKeys = decltype(keys_tag)::value;
+                using L = BwdQWgLayout<kKeys>;
+                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout>>(L::bytes(), L::kThreads, ctas);
+                if (err != cudaSuccess || !launch) return err;
+                window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
+                return cudaGetLastError();
+            };
+            if (p.Npad == 128) return run(std::integral_constant<int, 128>{});
+            return run(std::integral_constant<int, 256>{});
+        }
+    }
     using QSmem = BwdQSmem<kHeadDim, kWgmma>;
     // The dbias strip where it fits the device's shared memory (H100: up to N = 576 at d <= 64; at
     // d > 64 with N > 128 it does not fit sm_80's 163 KB): the CTA-private global slice otherwise.
     const bool strip = (assume_strip || p.dbias_partial != nullptr) && p.Npad <= bwd_q_strip_max_npad() &&
                        QSmem::bytes(p.Npad, true) <= max_smem_per_block();
     const size_t q_smem = QSmem::bytes(p.Npad, strip);
-    int q_ctas = 0;
-    err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma>>(q_smem, kNumThreads, &q_ctas)
-                : prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma>>(q_smem, kNumThreads, &q_ctas);
-    if (err != cudaSuccess) return err;
-    if (ctas_per_sm != nullptr) {   // planning only
-        *ctas_per_sm = q_ctas;
-        return cudaSuccess;
-    }
+    cudaError_t err = strip ? prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma>>(q_smem, kNumThreads, ctas)
+                            : prepare_kernel<window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma>>(q_smem, kNumThreads, ctas);
+    if (err != cudaSuccess || !launch) return err;
+    if (strip)
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    else
+        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
+cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
+                                  bool assume_strip) {
+    cudaError_t err;
+    if (ctas_per_sm != nullptr)   // planning only
+        return bwd_q_side<Element, kHeadDim, kDropout, kWgmma>(p, stream, false, ctas_per_sm, assume_strip);
     {
         constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.N;
@@ -750,12 +734,8 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         window_attn_bwd_dsum_kernel<kThreads><<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
-    const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
-    if (strip)
-        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, true, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
-    else
-        window_attn_bwd_q_kernel<Element, kHeadDim, kDropout, false, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, q_smem, stream>>>(p);
-    return cudaGetLastError();
+    int q_ctas = 0;
+    return bwd_q_side<Element, kHeadDim, kDropout, kWgmma>(p, stream, true, &q_ctas, assume_strip);
 }
 
 template <typename Element, int kHeadDim, bool kWgmma>

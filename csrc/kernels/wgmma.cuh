@@ -85,4 +85,48 @@ FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t
     else { if constexpr (kHalf) wgmma_m64n128k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n128k16_rs_tb_bf16(d, a, db, acc); }
 }
 
+// Warpgroup products over 64-byte-swizzled tiles of head dim 32 (the window backward's wgmma
+// kernels; 128 threads, each warp its 16 rows of the 64-row result in the mma.sync C-fragment
+// layout of warp_mma_abt / warp_mma_pb's accumulators). Issued, not waited for: wg_products_done
+// commits and waits.
+// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns).
+template <typename Element>
+FWA_DEVICE void wg_mma_abt(float (&acc)[8][4], const Element* tA, const Element* tB) {
+    const uint32_t a = smem_u32(tA), b = smem_u32(tB);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) wgmma_s64<Element>(acc, sw64_kmajor_desc(a + 32 * ks), sw64_kmajor_desc(b + 32 * ks), ks > 0);
+}
+// acc (64 x 32) += P B, P (64 x 64) the accumulator of an earlier product (rounded to Element),
+// B the 64 x 32 swizzled tile tB read transposed (its rows along k).
+template <typename Element>
+FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], const Element* tB) {
+    using Tr = ElementTraits<Element>;
+    const uint32_t b = smem_u32(tB);
+    uint32_t a[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+        a[kk][0] = Tr::pack(pf[2 * kk][0], pf[2 * kk][1]);
+        a[kk][1] = Tr::pack(pf[2 * kk][2], pf[2 * kk][3]);
+        a[kk][2] = Tr::pack(pf[2 * kk + 1][0], pf[2 * kk + 1][1]);
+        a[kk][3] = Tr::pack(pf[2 * kk + 1][2], pf[2 * kk + 1][3]);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) wgmma_pv<Element, 32>(acc, a[kk], sw64_mnmajor_desc(b + 1024 * kk), 1);
+}
+template <int kM0, int kM1>
+FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4], float (&acc1)[kM1][4]) {
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc0);
+    wgmma_fence_operand(acc1);
+}
+template <int kM0>
+FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4]) {
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc0);
+}
+
 }  // namespace fwa

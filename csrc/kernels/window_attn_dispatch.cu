@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "bwd_small_kernel.cuh"   // BwdSmallSmem: the small-path backward's shared memory
 #include "kernel_utils.cuh"
@@ -131,6 +132,18 @@ bool window_bwd_wgmma_enabled() {
 #else
     return false;
 #endif
+}
+
+bool window_bwd_q_wg_enabled(int Npad) {
+    // 0: never, 1: Npad 256, 2: Npad 128 and 256
+    static const int mode = [] {
+        const char* e = std::getenv("FWA_WINDOW_BWD_Q_WG");
+        if (e == nullptr || e[0] == '\0') return 1;
+        if (std::strcmp(e, "all") == 0) return 2;
+        return std::strcmp(e, "0") == 0 ? 0 : 1;
+    }();
+    if (Npad == 256) return mode >= 1;
+    return Npad == 128 && mode == 2;
 }
 
 bool window_fwd_wgmma_small_enabled() {

@@ -1,0 +1,321 @@
+// Query side of the tiled window backward (dq, the dbias and dalpha partials) on Hopper warpgroup
+// MMA for head dim <= 32 and Npad = kKeys of 128 or 256: the form bwd_tiled_kernels.cuh's launcher
+// takes there on sm_90a (window_bwd_q_wg_enabled), in place of window_attn_bwd_q_kernel.
+//
+//   S = f(q kᵀ) + bm,  P = exp(S - lse),  dS = P (dout vᵀ - D),  dq = f'(dS k),  dbias = Σ_windows dS
+//
+// Work split as window_attn_bwd_q_kernel's: a CTA owns one (64-query block, head h, bm window w) and
+// a chunk of the windows b = w + nW t sharing that bias+mask slice. Unlike it, the CTA holds all
+// kKeys keys of a window at once and splits them over 2 warpgroups, kSub 64-key sub-blocks each
+// (256: 2, 128: 1), both on the same window:
+//   S, dP (64 x 64 per sub-block)  wgmma m64n64k16 from shared memory (64-byte-swizzled tiles)
+//   P, dS in registers, with the operations of the key-side kernel (the same bits: see there)
+//   dbias (64 rows x the warpgroup's keys) accumulated in registers over the whole chunk
+//   dq += dS k_sub                 wgmma m64n32k16, dS from registers, k read transposed
+// then the warpgroups' dq and V2 dalpha row sums are added in a fixed order through shared memory
+// (deterministic) and warpgroup 0 writes dq. The chunk's dbias partial leaves the registers once,
+// at the end (the mma.sync kernel read-modify-writes a shared-memory strip per element and item:
+// at (1024, 6, 256) the query side's 0.72 ms against 0.39 for this scheme's prototype,
+// tools/proto/wgmma_bwd_q_n256_d32.cu, session 23 run A). The bias+mask strip of the block's rows
+// (without bias and mask: 0, and -inf for padded keys, so that one code path serves every mode) is
+// loaded once per CTA; a window's q, dout, k, v tiles and row / key statistics are double-buffered
+// (the next window's copies in flight during this one's products).
+#pragma once
+#include <cstdint>
+
+#include "dropout.cuh"
+#include "launch_utils.h"
+#include "warp_mma.cuh"
+#include "wgmma.cuh"
+#include "window_attn.h"
+
+namespace fwa {
+
+template <int kKeys> struct BwdQWgLayout {
+    static_assert(kKeys == 128 || kKeys == 256, "Npad of 128 or 256");
+    static constexpr int kWgs = 2;                             // warpgroups per CTA
+    static constexpr int kSub = kKeys / 64 / kWgs;             // 64-key sub-blocks per warpgroup
+    static constexpr int kThreads = 128 * kWgs;
+    static constexpr uint32_t kTileBytes = 64 * 64;            // 64 rows of 64 bytes
+    // One stage (window): q, dout (the block's 64 rows), k, v (kKeys rows), then fp32 lse, D,
+    // q_inv of the 64 rows and k_inv of the keys.
+    static constexpr uint32_t kQOff = 0, kOOff = kTileBytes, kKOff = 2 * kTileBytes;
+    static constexpr uint32_t kVOff = kKOff + kKeys * 64;
+    static constexpr uint32_t kStatOff = kVOff + kKeys * 64;
+    static constexpr uint32_t kKinvOff = kStatOff + 3 * 64 * 4;
+    static constexpr uint32_t kStageBytes = (kKinvOff + kKeys * 4 + 1023u) / 1024u * 1024u;
+    static constexpr int kBmPitch = kKeys + 8;                 // fp32 pitch of the strip (float2 reads)
+    static constexpr uint32_t kStripOff = 2 * kStageBytes;
+    static constexpr uint32_t kStripBytes = 64 * kBmPitch * 4;
+    // Warpgroup 1's dq partial (16 fp32 per thread) and V2 row sums (64 rows).
+    static constexpr uint32_t kXOff = kStripOff + kStripBytes;
+    static constexpr uint32_t kXBytes = 128 * 16 * 4 + 64 * 4;
+    static constexpr size_t bytes() { return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes; }
+};
+
+// The kernel's copies address a window's rows with 32-bit offsets: Npad rows of q, k, v and dout
+// must span less than 2^31 elements.
+inline bool bwd_q_wg_shape_ok(const BwdParams& p) {
+    const int64_t lim = int64_t(1) << 31;
+    auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
+    return fits(p.q) && fits(p.k) && fits(p.v) && fits(p.dout);
+}
+
+template <typename Element, int kKeys, bool kDropout>
+__global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
+#if FWA_HAS_WGMMA
+    using L = BwdQWgLayout<kKeys>;
+    constexpr int kNT = 8;   // n8 tiles of a 64-key sub-block
+    constexpr int kSub = L::kSub;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    auto stage = [&](int st) { return smem + st * L::kStageBytes; };
+    float* const sBm = reinterpret_cast<float*>(smem + L::kStripOff);
+
+    const int tid = threadIdx.x;
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128;
+    const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+
+    const WindowCtaWork cta = window_cta_work(p);
+    const int m_block = cta.m_block, h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
+    if (t_begin >= t_end) return;   // the whole CTA
+
+    const int N = p.N, d = p.d;
+    const int row0 = m_block * kTileM;
+    const int n_win = t_end - t_begin;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    const bool want_dbias = p.dbias_partial != nullptr;
+    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
+    const float al = alpha * kLog2e;
+    DropoutState drop{};
+    if constexpr (kDropout) drop = load_dropout_state(p.dropout);
+    const int partial = w * p.n_chunks + cta.chunk_id;
+
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    auto base = [&](const TensorRef& t, int64_t b) {
+        return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
+    };
+    // Copies: thread tid moves the 16-byte chunk cj = tid % 4 of row cr = tid / 4 of the block's q
+    // and dout rows and of rows cr + 64 i of k and v (the same swizzled position in every 64-row
+    // tile), its offsets within a window in 32 bits (bwd_q_wg_shape_ok) and its row predicates
+    // fixed for the CTA: per window only the 4 window bases are derived (the copies through
+    // load_tile_sw64_async per tile re-derived rows, predicates and 64-bit addresses per tile:
+    // ~320 of a warp's ~1600 instructions per window).
+    const int cr = tid >> 2, cj = tid & 3;
+    const uint32_t soff = sw64_offset(cr, cj);
+    const bool col_ok = cj * 8 < d;
+    const bool q_ok = col_ok && row0 + cr < N;
+    const int q_off = (row0 + cr) * static_cast<int>(p.q.row_stride) + cj * 8;
+    const int o_off = (row0 + cr) * static_cast<int>(p.dout.row_stride) + cj * 8;
+    const int k_off = cr * static_cast<int>(p.k.row_stride) + cj * 8;
+    const int v_off = cr * static_cast<int>(p.v.row_stride) + cj * 8;
+    // Window ti's copies into stage st, then its statistics.
+    auto issue = [&](int ti, int st) {
+        const int64_t b = window_of(ti);
+        const uint32_t s0 = smem_u32(stage(st));
+        const Element* q = base(p.q, b);
+        const Element* o = base(p.dout, b);
+        const Element* k = base(p.k, b);
+        const Element* v = base(p.v, b);
+        cp_async_16(s0 + L::kQOff + soff, q_ok ? q + q_off : q, q_ok ? 16 : 0);
+        cp_async_16(s0 + L::kOOff + soff, q_ok ? o + o_off : o, q_ok ? 16 : 0);
+#pragma unroll
+        for (int i = 0; i < kKeys / 64; ++i) {
+            const bool ok = col_ok && cr + 64 * i < N;
+            cp_async_16(s0 + L::kKOff + i * L::kTileBytes + soff, ok ? k + (k_off + i * 64 * static_cast<int>(p.k.row_stride)) : k,
+                        ok ? 16 : 0);
+            cp_async_16(s0 + L::kVOff + i * L::kTileBytes + soff, ok ? v + (v_off + i * 64 * static_cast<int>(p.v.row_stride)) : v,
+                        ok ? 16 : 0);
+        }
+        float* stat = reinterpret_cast<float*>(stage(st) + L::kStatOff);
+        const int64_t rbase = (b * p.H + h) * N;
+        if (tid < kTileM) {   // rows >= N: zero-filled (their lse is replaced by +inf when read)
+            const int i = row0 + tid;
+            const int ok = i < N ? 4 : 0;
+            const int64_t src = rbase + (i < N ? i : 0);
+            cp_async_4(smem_u32(stat + tid), p.lse + src, ok);
+            cp_async_4(smem_u32(stat + kTileM + tid), p.dsum + src, ok);
+            if (cosine) cp_async_4(smem_u32(stat + 2 * kTileM + tid), p.q_inv_norm + src, ok);
+        }
+        if (cosine && tid < kKeys) {   // padded keys get 0 (their logits are -inf anyway)
+            cp_async_4(s0 + L::kKinvOff + 4 * tid, p.k_inv_norm + rbase + (tid < N ? tid : 0), tid < N ? 4 : 0);
+        }
+    };
+
+    // The strip: rows row0 .. row0 + 63 of the bias+mask slice, or 0 / -inf (padded keys).
+    if (has_bm) {
+        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(row0) * kKeys;
+        constexpr int kChunksPerRow = kKeys / 4;
+        for (int c = tid; c < kTileM * kChunksPerRow; c += L::kThreads) {
+            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
+            cp_async_16(smem_u32(sBm + r * L::kBmPitch + cc * 4), bm_slice + int64_t(r) * kKeys + cc * 4, 16);
+        }
+    } else {
+        for (int c = tid; c < kTileM * kKeys; c += L::kThreads)
+            sBm[(c / kKeys) * L::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+    }
+    issue(0, 0);
+    cp_async_commit();
+
+    float dbias[kSub][kNT][4];
+#pragma unroll
+    for (int sb = 0; sb < kSub; ++sb) zero_acc(dbias[sb]);
+    float dalpha_acc = 0.f;
+    const int lrow[2] = {warp * 16 + g, warp * 16 + g + 8};
+
+    for (int ti = 0; ti < n_win; ++ti) {
+        const int st = ti & 1;
+        cp_async_wait<0>();
+        fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
+        __syncthreads();            // window ti landed; every warp is done with window ti - 1
+        if (ti + 1 < n_win) issue(ti + 1, st ^ 1);
+        cp_async_commit();
+
+        unsigned char* s0 = stage(st);
+        const Element* tQ = reinterpret_cast<const Element*>(s0 + L::kQOff);
+        const Element* tO = reinterpret_cast<const Element*>(s0 + L::kOOff);
+        const float* stat = reinterpret_cast<const float*>(s0 + L::kStatOff);
+        const float* kinv = reinterpret_cast<const float*>(s0 + L::kKinvOff);
+        const int64_t b = window_of(ti);
+
+        float lse_r[2], dsum[2], q_inv[2], qa[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const bool ok = row0 + lrow[r] < N;
+            lse_r[r] = ok ? stat[lrow[r]] : INFINITY;
+            dsum[r] = ok ? stat[kTileM + lrow[r]] : 0.f;
+            q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow[r]] : 1.f;
+            qa[r] = cosine ? q_inv[r] * al : al;   // the row's logit factor (V2: see bwd_tiled_kernels.cuh)
+        }
+        float dq[4][4];
+        zero_acc(dq);
+        // V2: per row, Σ_j dS_ij (s_ij / ||k_j||) over the warpgroup's keys (two chains); dalpha takes
+        // it times 1/||q_i|| (see bwd_tiled_kernels.cuh)
+        float da[2][2] = {};
+
+#pragma unroll
+        for (int sb = 0; sb < kSub; ++sb) {
+            const int key0 = (wg * kSub + sb) * 64;
+            const Element* tK = reinterpret_cast<const Element*>(s0 + L::kKOff + key0 * 64);
+            const Element* tV = reinterpret_cast<const Element*>(s0 + L::kVOff + key0 * 64);
+            float s[kNT][4], dp[kNT][4];
+            wg_mma_abt(s, tQ, tK);
+            wg_mma_abt(dp, tO, tV);
+            wg_products_done(s, dp);
+            if constexpr (kDropout)
+                dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
+                              drop.scale);
+            auto elementwise = [&](auto cosine_tag) {
+                constexpr bool kCos = decltype(cosine_tag)::value;
+                float2 kf[kCos ? kNT : 1];
+                if constexpr (kCos) {
+#pragma unroll
+                    for (int nt = 0; nt < kNT; ++nt) kf[nt] = *reinterpret_cast<const float2*>(kinv + key0 + nt * 8 + 2 * t4);
+                }
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const float* bm_row = sBm + lrow[r] * L::kBmPitch + key0 + 2 * t4;
+#pragma unroll
+                    for (int nt = 0; nt < kNT; ++nt) {
+                        float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
+                        if constexpr (kCos) {   // s / ||k_j||
+                            c0 *= kf[nt].x;
+                            c1 *= kf[nt].y;
+                        }
+                        // the operations of the key-side kernel (fmaf(c, f, 0) is c * f exactly)
+                        const float2 bmv = *reinterpret_cast<const float2*>(bm_row + nt * 8);
+                        const float x0 = fmaf(c0, qa[r], bmv.x), x1 = fmaf(c1, qa[r], bmv.y);
+                        const float p0 = fast_exp2(fmaf(-lse_r[r], kLog2e, x0));
+                        const float p1 = fast_exp2(fmaf(-lse_r[r], kLog2e, x1));
+                        const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
+                        const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                        if constexpr (kCos) da[r][nt & 1] = fmaf(g0, c0, fmaf(g1, c1, da[r][nt & 1]));
+                        dbias[sb][nt][2 * r] += g0;
+                        dbias[sb][nt][2 * r + 1] += g1;
+                        // the dq product takes dS diag(1/||k||) (V2), dS (V1)
+                        dp[nt][2 * r] = kCos ? g0 * kf[nt].x : g0;
+                        dp[nt][2 * r + 1] = kCos ? g1 * kf[nt].y : g1;
+                    }
+                }
+            };
+            if (cosine) elementwise(std::true_type{});
+            else elementwise(std::false_type{});
+            wg_mma_pb(dq, dp, tK);
+            wg_products_done(dq);
+        }
+
+        // The warpgroups' dq (and V2 row sums) added in warpgroup order by warpgroup 0.
+        float rs[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) rs[r] = quad_sum(da[r][0] + da[r][1]);
+        if (wg > 0) {
+            float* x = reinterpret_cast<float*>(smem + L::kXOff + (wg - 1) * L::kXBytes);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                *reinterpret_cast<float4*>(x + (i * 128 + wtid) * 4) = make_float4(dq[i][0], dq[i][1], dq[i][2], dq[i][3]);
+            if (cosine && t4 == 0) {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) x[128 * 16 + lrow[r]] = rs[r];
+            }
+        }
+        __syncthreads();
+        if (wg == 0) {
+#pragma unroll 1
+            for (int o = 1; o < L::kWgs; ++o) {
+                const float* x = reinterpret_cast<const float*>(smem + L::kXOff + (o - 1) * L::kXBytes);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const float4 v = *reinterpret_cast<const float4*>(x + (i * 128 + wtid) * 4);
+                    dq[i][0] += v.x;
+                    dq[i][1] += v.y;
+                    dq[i][2] += v.z;
+                    dq[i][3] += v.w;
+                }
+                if (cosine) {
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) rs[r] += x[128 * 16 + lrow[r]];
+                }
+            }
+            if (cosine && t4 == 0) {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) dalpha_acc += q_inv[r] * rs[r];
+            }
+            // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
+            warp_store_grad_rows<32, true>(dq, cosine, tQ, warp * 16, q_inv, alpha,
+                                           static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                                           p.dq.row_stride, row0 + warp * 16, N, d, lane);
+        }
+        // the partials are rewritten only after the next window's first barrier, which warpgroup 0
+        // reaches after these reads; this stage is refilled only after it too
+    }
+
+    // The chunk's dbias partial: the block's 64 rows x this warpgroup's keys, written once.
+    if (want_dbias) {
+        float* gAcc = p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad + int64_t(row0) * p.Npad;
+#pragma unroll
+        for (int sb = 0; sb < kSub; ++sb) {
+            const int key0 = (wg * kSub + sb) * 64;
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt)
+                    *reinterpret_cast<float2*>(gAcc + int64_t(lrow[r]) * p.Npad + key0 + nt * 8 + 2 * t4) =
+                        make_float2(dbias[sb][nt][2 * r], dbias[sb][nt][2 * r + 1]);
+        }
+    }
+    if (cosine) {
+        __shared__ float red[4];
+        const float v = warp_sum(dalpha_acc);
+        if (wg == 0 && lane == 0) red[warp] = v;
+        __syncthreads();
+        if (tid == 0)
+            p.dalpha_partial[(int64_t(h) * p.nW * p.n_chunks + partial) * p.num_m_blocks + m_block] = red[0] + red[1] + red[2] + red[3];
+    }
+#else
+    __trap();
+#endif
+}
+
+}  // namespace fwa
