@@ -36,8 +36,12 @@
 // (1024, 6, 256) in the same call (which also sums D's fixed-point partials and reads a strip per
 // (head, window) slice). After that run the per-query-block work moved into kv_query_block (ptxas:
 // 163 -> 146 registers, so the SASS differs from the timed one) and variant 2 was added (written
-// offline, NOT RUN): the next window's copies in flight during this one's products. Not tried:
-// issuing query block i + 1's S and dP before block i's dv / dk products.
+// offline): the next window's copies in flight during this one's products. Session 23 (run A, the
+// refactored kernel): variant 1 0.502 ms (3 groups), variant 2 0.607 (slower). Not tried: issuing
+// query block i + 1's S and dP before block i's dv / dk products. The product's key side took the
+// wgmma products in its own CTA scheme (bwd_tiled_kernels.cuh, kWgmma: 0.643 ms for V2 at
+// (1024, 6, 256)); this prototype's chunked scheme in the product was slower
+// (tools/patches/window-bwd-kv-wg-SLOWER.patch).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
