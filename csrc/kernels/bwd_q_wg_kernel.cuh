@@ -14,9 +14,10 @@
 //   dq += dS k_sub                 wgmma m64n32k16, dS from registers, k read transposed
 // then the warpgroups' dq and V2 dalpha row sums are added in a fixed order through shared memory
 // (deterministic) and warpgroup 0 writes dq. The chunk's dbias partial leaves the registers once,
-// at the end (the mma.sync kernel read-modify-writes a shared-memory strip per element and item:
-// at (1024, 6, 256) the query side's 0.72 ms against 0.39 for this scheme's prototype,
-// tools/proto/wgmma_bwd_q_n256_d32.cu, session 23 run A). The bias+mask strip of the block's rows
+// at the end (window_attn_bwd_q_kernel read-modify-writes a shared-memory strip per element and
+// item). H100, bf16, V2 + bias + mask, (1024, 6, 256): 0.502 ms against that kernel's 0.681 in its
+// wgmma form (session 23 run D; the V1 prototype of the scheme, tools/proto/wgmma_bwd_q_n256_d32.cu,
+// 0.385 ms for as many windows). The bias+mask strip of the block's rows
 // (without bias and mask: 0, and -inf for padded keys, so that one code path serves every mode) is
 // loaded once per CTA; a window's q, dout, k, v tiles and row / key statistics are double-buffered
 // (the next window's copies in flight during this one's products).

@@ -21,7 +21,8 @@
 // and read by the tensor cores from shared memory (no ldmatrix), P and dS go in as register A
 // operands. A wgmma m64nN accumulator gives each warp its 16 rows in the mma.sync C-fragment layout,
 // so everything between the products (the logits, P, dS, the dbias strip, the D and dalpha sums,
-// dropout, the epilogues) is the same code in both forms.
+// dropout, the epilogues) is the same code in both forms. At Npad 256 the query side is instead
+// bwd_q_wg_kernel.cuh's kernel (all keys of a window per CTA, dbias in registers; bwd_q_side).
 #pragma once
 #include <cstdlib>
 #include <type_traits>
