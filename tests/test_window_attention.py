@@ -535,8 +535,8 @@ def test_cuda_mma_sync_forward_at_wgmma_shapes_in_subprocess():
     _check_problems_in_child(_WGMMA_FWD_CASES, 700, {"FWA_WINDOW_WGMMA": "0"}, "mma.sync forward at N <= 256")
 
 
-# The tiled backward at head dim <= 32 (FWA_BWD_FORCE_TILED=1: also N <= 64): every key / query block
-# count from 1 to 16, partial last blocks, d < 32 (zero-filled columns), V1 / V2, with and without
+# The tiled backward at head dim <= 32 (FWA_BWD_FORCE_TILED=1: also N <= 64): 1, 2, 3, 4, 9 and 16
+# key / query blocks (Npad 64 to 1024), partial last blocks, d < 32 (zero-filled columns), V1 / V2, with and without
 # bias+mask, fully masked rows, clustered values, both dtypes, packed (strided) and contiguous.
 _TILED_BWD_D32_CASES = [(24, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (16, 2, 144, 32, "float16", "v2", "shift", "clustered"),
                         (8, 2, 576, 32, "bfloat16", "v1", "shift", "normal"), (12, 2, 100, 24, "float16", "v2", None, "normal"),
@@ -549,7 +549,7 @@ _TILED_BWD_D32_CASES = [(24, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (
 @pytest.mark.parametrize("form", ["wg", "wgmma", "mma"])
 def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
     """On sm_90a the tiled backward at head dim <= 32 takes its products from warpgroup MMA
-    (bwd_tiled_kernels.cuh, kWgmma), and at Npad of 128 to 256 its query side is the kernel that
+    (bwd_tiled_kernels.cuh, kWgmma), and at Npad 128 and 256 its query side is the kernel that
     holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh; by default at Npad 256 only,
     FWA_WINDOW_BWD_Q_WG=all: also at 128). FWA_WINDOW_BWD_Q_WG=0 keeps the kWgmma query-side kernel
     there, FWA_WINDOW_BWD_WGMMA=0 the mma.sync kernels (the form of every other GPU). The three,
