@@ -25,7 +25,6 @@
 #include <cstdint>
 
 #include "dropout.cuh"
-#include "launch_utils.h"
 #include "warp_mma.cuh"
 #include "wgmma.cuh"
 #include "window_attn.h"

@@ -110,6 +110,24 @@ __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const Bw
     p.dsum[r] = sum.y != 0.f ? sum.x / sum.y : sum.x;
 }
 
+// The two products both tiled backward kernels start an item with, this warp's 16 rows of each:
+// s = tS tSkᵀ and dp = tP tPkᵀ (64 x 64 from 64-row tiles; key side: Sᵀ = k qᵀ, dPᵀ = v doutᵀ,
+// query side: S = q kᵀ, dP = dout vᵀ), on wgmma (kWgmma) or mma.sync.
+template <bool kWgmma, int kHeadDim, typename Element>
+FWA_DEVICE void bwd_s_dp(float (&s)[kTileN / 8][4], float (&dp)[kTileN / 8][4], const Element* tS, const Element* tSk,
+                         const Element* tP, const Element* tPk, int warp, int lane) {
+    if constexpr (kWgmma) {
+        wg_mma_abt(s, tS, tSk);
+        wg_mma_abt(dp, tP, tPk);
+        wg_products_done(s, dp);
+    } else {
+        zero_acc(s);
+        zero_acc(dp);
+        warp_mma_abt<kHeadDim>(s, tS, warp * 16, tSk, lane);
+        warp_mma_abt<kHeadDim>(dp, tP, warp * 16, tPk, lane);
+    }
+}
+
 // Key side: dk, dv.
 
 constexpr int kKvBmPitch = kTileN + 4;   // fp32 pitch of the staged bias+mask tile (conflict-free)
@@ -257,16 +275,7 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
         float s[kNT][4], dp[kNT][4];
-        if constexpr (kWgmma) {
-            wg_mma_abt(s, sK, tQ);
-            wg_mma_abt(dp, sV, tO);
-            wg_products_done(s, dp);
-        } else {
-            zero_acc(s);
-            zero_acc(dp);
-            warp_mma_abt<kHeadDim>(s, sK, warp * 16, tQ, lane);
-            warp_mma_abt<kHeadDim>(dp, sV, warp * 16, tO, lane);
-        }
+        bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO, warp, lane);
 
         // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
         uint32_t keep_bits = 0;
@@ -519,16 +528,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
 
         float s[kNT][4], dp[kNT][4];
-        if constexpr (kWgmma) {
-            wg_mma_abt(s, tQ, tK);
-            wg_mma_abt(dp, tO, tV);
-            wg_products_done(s, dp);
-        } else {
-            zero_acc(s);
-            zero_acc(dp);
-            warp_mma_abt<kHeadDim>(s, tQ, warp * 16, tK, lane);
-            warp_mma_abt<kHeadDim>(dp, tO, warp * 16, tV, lane);
-        }
+        bwd_s_dp<kWgmma, kHeadDim>(s, dp, tQ, tK, tO, tV, warp, lane);
 
         const int key0 = j * kTileN;
         // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z) / sum_j P,

@@ -114,24 +114,25 @@ void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm
     chunk_plan_set(p, nB, best_n);
 }
 
-bool window_fwd_wgmma_enabled() {
+namespace {
+// The wgmma kernels exist (an sm_90a build) and the current device runs them (compute capability 9.0).
+bool sm90a_device() {
 #ifdef FWA_SM90A_BUILT
-    static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA");
-    if (!allowed) return false;
     return current_device_is_sm90();
 #else
     return false;
 #endif
 }
+}  // namespace
+
+bool window_fwd_wgmma_enabled() {
+    static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA");
+    return allowed && sm90a_device();
+}
 
 bool window_bwd_wgmma_enabled() {
-#ifdef FWA_SM90A_BUILT
     static const bool allowed = env_switch_on("FWA_WINDOW_BWD_WGMMA");
-    if (!allowed) return false;
-    return current_device_is_sm90();
-#else
-    return false;
-#endif
+    return allowed && sm90a_device();
 }
 
 bool window_bwd_q_wg_enabled(int Npad) {

@@ -2,7 +2,7 @@
 # Next session (checklist of benchmarks/NOTES.md, session 23): needs the product's .so in place.
 # 1. ncu of the key side (kWgmma form) and the wg query side after session 23's V2 factor change
 #    (run C's profile predates it), (1024, 6, 256), V2 + bias + mask, bf16.
-timeout 150 ncu -k regex:"bwd_kv|bwd_q" -c 2 --set full python benchmarks/results/session23/s20fb.py 1024 6 256 16 > $OUT/ncu.txt 2>&1
+timeout 150 ncu -k regex:"bwd_kv|bwd_q" -c 2 --set full python benchmarks/results/session20/s20fb.py 1024 6 256 16 > $OUT/ncu.txt 2>&1
 grep -E "bwd_kv_kernel|bwd_q_wg_kernel|Duration|Registers Per|Issue Slots Busy|No Eligible|Executed Instructions  " $OUT/ncu.txt
 # 2. the wg query side at Npad 128 (N = 100, swinv2 window10 shapes), off / on, 2 rounds.
 cat > /tmp/n100.py <<'PY'
