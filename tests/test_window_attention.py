@@ -550,8 +550,8 @@ _TILED_BWD_D32_CASES = [(24, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (
 def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
     """On sm_90a the tiled backward at head dim <= 32 takes its products from warpgroup MMA
     (bwd_tiled_kernels.cuh, kWgmma), and at Npad 128 and 256 its query side is the kernel that
-    holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh; by default at Npad 256 only,
-    FWA_WINDOW_BWD_Q_WG=all: also at 128). FWA_WINDOW_BWD_Q_WG=0 keeps the kWgmma query-side kernel
+    holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh, the default at Npad 128 and 256).
+    FWA_WINDOW_BWD_Q_WG=0 keeps the kWgmma query-side kernel
     there, FWA_WINDOW_BWD_WGMMA=0 the mma.sync kernels (the form of every other GPU). The three,
     checked against float64 on the same problems (elsewhere all three runs take the mma.sync form)."""
     env = {"FWA_BWD_FORCE_TILED": "1", "FWA_WINDOW_BWD_WGMMA": "0" if form == "mma" else "1",

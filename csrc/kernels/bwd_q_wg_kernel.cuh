@@ -72,6 +72,9 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
     auto stage = [&](int st) { return smem + st * L::kStageBytes; };
     float* const sBm = reinterpret_cast<float*>(smem + L::kStripOff);
+    // wgmma descriptors of stage 0's first tile, K-major (S, dP) and MN-major (dq); every tile is
+    // an offset from these (wgmma_desc_add)
+    const uint64_t desc0 = sw64_kmajor_desc(smem_u32(smem)), desc0_t = sw64_mnmajor_desc(smem_u32(smem));
 
     const int tid = threadIdx.x;
     const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128;
@@ -175,9 +178,9 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 
         unsigned char* s0 = stage(st);
         const Element* tQ = reinterpret_cast<const Element*>(s0 + L::kQOff);
-        const Element* tO = reinterpret_cast<const Element*>(s0 + L::kOOff);
         const float* stat = reinterpret_cast<const float*>(s0 + L::kStatOff);
         const float* kinv = reinterpret_cast<const float*>(s0 + L::kKinvOff);
+        const uint32_t st_bytes = uint32_t(st) * L::kStageBytes;
         const int64_t b = window_of(ti);
 
         float lse_r[2], dsum[2], q_inv[2], qa[2];
@@ -198,11 +201,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
             const int key0 = (wg * kSub + sb) * 64;
-            const Element* tK = reinterpret_cast<const Element*>(s0 + L::kKOff + key0 * 64);
-            const Element* tV = reinterpret_cast<const Element*>(s0 + L::kVOff + key0 * 64);
+            const uint32_t k_bytes = st_bytes + L::kKOff + key0 * 64, v_bytes = st_bytes + L::kVOff + key0 * 64;
             float s[kNT][4], dp[kNT][4];
-            wg_mma_abt(s, tQ, tK);
-            wg_mma_abt(dp, tO, tV);
+            wg_mma_abt<Element>(s, wgmma_desc_add(desc0, st_bytes + L::kQOff), wgmma_desc_add(desc0, k_bytes));
+            wg_mma_abt<Element>(dp, wgmma_desc_add(desc0, st_bytes + L::kOOff), wgmma_desc_add(desc0, v_bytes));
             wg_products_done(s, dp);
             if constexpr (kDropout)
                 dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
@@ -242,7 +244,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             };
             if (cosine) elementwise(std::true_type{});
             else elementwise(std::false_type{});
-            wg_mma_pb(dq, dp, tK);
+            wg_mma_pb<Element>(dq, dp, wgmma_desc_add(desc0_t, k_bytes));
             wg_products_done(dq);
         }
 

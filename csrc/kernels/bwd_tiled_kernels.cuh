@@ -110,15 +110,20 @@ __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const Bw
     p.dsum[r] = sum.y != 0.f ? sum.x / sum.y : sum.x;
 }
 
+// The wgmma descriptors (K-major, sw64_kmajor_desc) of bwd_s_dp's four tiles, in its argument order.
+struct BwdSdpDescs {
+    uint64_t s, sk, p, pk;
+};
+
 // The two products both tiled backward kernels start an item with, this warp's 16 rows of each:
 // s = tS tSkᵀ and dp = tP tPkᵀ (64 x 64 from 64-row tiles; key side: Sᵀ = k qᵀ, dPᵀ = v doutᵀ,
-// query side: S = q kᵀ, dP = dout vᵀ), on wgmma (kWgmma) or mma.sync.
+// query side: S = q kᵀ, dP = dout vᵀ), on wgmma (kWgmma: the tiles given by `desc`) or mma.sync.
 template <bool kWgmma, int kHeadDim, typename Element>
 FWA_DEVICE void bwd_s_dp(float (&s)[kTileN / 8][4], float (&dp)[kTileN / 8][4], const Element* tS, const Element* tSk,
-                         const Element* tP, const Element* tPk, int warp, int lane) {
+                         const Element* tP, const Element* tPk, const BwdSdpDescs& desc, int warp, int lane) {
     if constexpr (kWgmma) {
-        wg_mma_abt(s, tS, tSk);
-        wg_mma_abt(dp, tP, tPk);
+        wg_mma_abt<Element>(s, desc.s, desc.sk);
+        wg_mma_abt<Element>(dp, desc.p, desc.pk);
         wg_products_done(s, dp);
     } else {
         zero_acc(s);
@@ -178,6 +183,17 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     float* sPdp = sRow + 2 * 3 * kTileM;                       // [2 stages][4 warps][64]: sum P dP
     float* sPsum = sPdp + 2 * (kNumThreads / 32) * kTileM;     // [2 stages][4 warps][64]: sum P
     float* sBm = sPsum + 2 * (kNumThreads / 32) * kTileM;      // [2 stages][64 queries][kKvBmPitch]
+    // kWgmma: the descriptors of k and v, and of stage 0 of q and dout as K-major (Sᵀ, dPᵀ) and
+    // MN-major (dv, dk) operands; stage st is st * kTile elements on (wgmma_desc_add)
+    [[maybe_unused]] uint64_t dK = 0, dV = 0, dQ0 = 0, dO0 = 0, dQt0 = 0, dOt0 = 0;
+    if constexpr (kWgmma) {
+        dK = sw64_kmajor_desc(smem_u32(sK));
+        dV = sw64_kmajor_desc(smem_u32(sV));
+        dQ0 = sw64_kmajor_desc(smem_u32(sQ));
+        dO0 = sw64_kmajor_desc(smem_u32(sO));
+        dQt0 = sw64_mnmajor_desc(smem_u32(sQ));
+        dOt0 = sw64_mnmajor_desc(smem_u32(sO));
+    }
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -275,7 +291,9 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
         // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
         float s[kNT][4], dp[kNT][4];
-        bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO, warp, lane);
+        const uint32_t st_bytes = uint32_t(st) * kTile * sizeof(Element);
+        bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO,
+                                   {dK, wgmma_desc_add(dQ0, st_bytes), dV, wgmma_desc_add(dO0, st_bytes)}, warp, lane);
 
         // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
         uint32_t keep_bits = 0;
@@ -346,8 +364,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
         if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
         // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
         if constexpr (kWgmma) {
-            wg_mma_pb(dv, s, tO);
-            wg_mma_pb(dk, dp, tQ);
+            wg_mma_pb<Element>(dv, s, wgmma_desc_add(dOt0, st_bytes));
+            wg_mma_pb<Element>(dk, dp, wgmma_desc_add(dQt0, st_bytes));
             wg_products_done(dk, dv);
         } else {
             warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
@@ -401,6 +419,16 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
     float* sKinv = reinterpret_cast<float*>(sV + 2 * kTile);
     float* sStat = sKinv + 2 * kTileN;   // [2 windows][3][64]: lse, D, q_inv of the CTA's rows
     float* sAcc = sStat + 2 * 3 * kTileM;
+    // kWgmma: the K-major descriptors of stage 0 of q, dout, k, v (S, dP) and the MN-major one of
+    // k (dq); stage st is st * kTile elements on (wgmma_desc_add)
+    [[maybe_unused]] uint64_t dQ0 = 0, dO0 = 0, dK0 = 0, dV0 = 0, dKt0 = 0;
+    if constexpr (kWgmma) {
+        dQ0 = sw64_kmajor_desc(smem_u32(sQ));
+        dO0 = sw64_kmajor_desc(smem_u32(sO));
+        dK0 = sw64_kmajor_desc(smem_u32(sK));
+        dV0 = sw64_kmajor_desc(smem_u32(sV));
+        dKt0 = sw64_mnmajor_desc(smem_u32(sK));
+    }
     const int acc_pitch = p.Npad + 8;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -528,7 +556,12 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
         }
 
         float s[kNT][4], dp[kNT][4];
-        bwd_s_dp<kWgmma, kHeadDim>(s, dp, tQ, tK, tO, tV, warp, lane);
+        const uint32_t w_bytes = uint32_t(ti & 1) * kTile * sizeof(Element);   // the window's q / dout stage
+        const uint32_t st_bytes = uint32_t(st) * kTile * sizeof(Element);       // the item's k / v stage
+        bwd_s_dp<kWgmma, kHeadDim>(s, dp, tQ, tK, tO, tV,
+                                   {wgmma_desc_add(dQ0, w_bytes), wgmma_desc_add(dK0, st_bytes),
+                                    wgmma_desc_add(dO0, w_bytes), wgmma_desc_add(dV0, st_bytes)},
+                                   warp, lane);
 
         const int key0 = j * kTileN;
         // Attention dropout: the gradient reaching P is dP o Z (and D = sum_j P (dP o Z) / sum_j P,
@@ -614,7 +647,7 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_q_kernel(const Bw
 
         // dq' += (dS diag(1/||k||)) k, the key factors already applied to dp above
         if constexpr (kWgmma) {
-            wg_mma_pb(dq, dp, tK);
+            wg_mma_pb<Element>(dq, dp, wgmma_desc_add(dKt0, st_bytes));
             wg_products_done(dq);
         } else {
             warp_mma_pb<kHeadDim>(dq, dp, nullptr, tK, lane);
@@ -671,8 +704,8 @@ inline int bwd_q_strip_max_npad() {
     return limit;
 }
 
-// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 256; FWA_WINDOW_BWD_Q_WG
-// also 128) the warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
+// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 128 and 256) the
+// warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;

@@ -79,20 +79,17 @@ template <int kKeys> struct FwdWgmmaLayout {
 };
 
 // K-major q / k operands: sw64_kmajor_desc at a tile's first k16 step; step ks is 32 ks bytes into
-// the 64-byte rows (fwd_wg_desc_add; the swizzle is applied by the hardware to the full address).
+// the 64-byte rows (wgmma_desc_add; the swizzle is applied by the hardware to the full address).
 // MN-major [v | 1] operand (keys along K, head dim along N) at a tile's first k16 step (step kk:
 // 16 keys = 1024 kk bytes on, fwd_wg_v_desc_add); 8-key groups 512 bytes apart; the second
 // 32-column panel (columns 32..39 of the m64n40k16: the row sums of P) is `ones` (all 1, so its
 // swizzle does not matter), the leading byte offset away.
 FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, uint32_t ones) { return wgmma_desc(tile, ones - tile, 512, 2); }
-// The descriptor of a tile `bytes` further on (a multiple of 16): only the start address field
-// (bits 0-13) changes for q / k, and for [v | 1] also the leading byte offset (bits 16-29: the
-// distance to the fixed ones panel shrinks by as much). Every field stays in range, so a 32-bit
-// add of the low word: with the descriptors built per wgmma from the tile address (shift, mask,
-// or, and two R2UR each) the window loop spent ~290 of its ~1900 instructions on them.
-FWA_DEVICE uint64_t fwd_wg_desc_add(uint64_t desc, uint32_t bytes) {
-    return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
-}
+// The descriptor of a tile `bytes` further on (a multiple of 16): for q / k wgmma_desc_add (the
+// start address field), for [v | 1] also the leading byte offset (bits 16-29: the distance to the
+// fixed ones panel shrinks by as much). Every field stays in range, so a 32-bit add of the low
+// word: with the descriptors built per wgmma from the tile address (shift, mask, or, and two R2UR
+// each) the window loop spent ~290 of its ~1900 instructions on them.
 FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
@@ -239,7 +236,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     }
 
     // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
-    // an offset from these (fwd_wg_desc_add).
+    // an offset from these (wgmma_desc_add).
     const uint64_t desc_q0 = sw64_kmajor_desc(stage_q(0));
     const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, sOnes);
 
@@ -247,12 +244,12 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         const int64_t b = window_of(ti);
         const int st = kDouble ? (ti & 1) : 0;
         const uint32_t st_off = uint32_t(st) * Layout::kStageBytes;
-        const uint64_t dQ = fwd_wg_desc_add(desc_q0, st_off);
-        const uint64_t dK = fwd_wg_desc_add(desc_q0, st_off + Layout::kQBytes);
+        const uint64_t dQ = wgmma_desc_add(desc_q0, st_off);
+        const uint64_t dK = wgmma_desc_add(desc_q0, st_off + Layout::kQBytes);
         const uint64_t dV = fwd_wg_v_desc_add(desc_v0, st_off);
         // q / k operand of k16 step ks at `off` bytes into the tile
-        auto q_desc = [&](int ks) { return fwd_wg_desc_add(dQ, uint32_t(ks) * 32u); };
-        auto k_desc = [&](uint32_t off, int ks) { return fwd_wg_desc_add(dK, off + uint32_t(ks) * 32u); };
+        auto q_desc = [&](int ks) { return wgmma_desc_add(dQ, uint32_t(ks) * 32u); };
+        auto k_desc = [&](uint32_t off, int ks) { return wgmma_desc_add(dK, off + uint32_t(ks) * 32u); };
         if constexpr (kDouble) {
             cp_async_wait<0>();   // this window's q, k and v landed
             fence_proxy_async_smem();

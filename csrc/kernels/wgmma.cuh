@@ -32,6 +32,15 @@ FWA_DEVICE uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo, u
 FWA_DEVICE uint64_t sw64_kmajor_desc(uint32_t tile) { return wgmma_desc(tile, 16, 512, 2); }
 FWA_DEVICE uint64_t sw64_mnmajor_desc(uint32_t tile) { return wgmma_desc(tile, 16384, 512, 2); }
 
+// The descriptor of an operand `bytes` (a multiple of 16) further on in shared memory: only the
+// start address field (bits 0-13) changes and every shared address is below 256 KB, so a 32-bit
+// add of the low word. The kernels derive their descriptors this way from a few bases fixed per
+// CTA: built per wgmma from the tile address (shift, mask, or, moves) they cost ~6 uniform
+// instructions each (~75 of the 827 of the window backward key side's item, session 24).
+FWA_DEVICE uint64_t wgmma_desc_add(uint64_t desc, uint32_t bytes) {
+    return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
+}
+
 // Outside sm_90a (FWA_HAS_WGMMA == 0) every wrapper below is a trap: kernels that use them are
 // launched only where the sm_90a code exists, and their other-arch instantiations compile.
 #if FWA_HAS_WGMMA
@@ -89,20 +98,21 @@ FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t
 // kernels; 128 threads, each warp its 16 rows of the 64-row result in the mma.sync C-fragment
 // layout of warp_mma_abt / warp_mma_pb's accumulators). Issued, not waited for: wg_products_done
 // commits and waits.
-// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns).
+// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns), given by their
+// K-major descriptors (sw64_kmajor_desc; the k16 step ks is 32 ks bytes on).
 template <typename Element>
-FWA_DEVICE void wg_mma_abt(float (&acc)[8][4], const Element* tA, const Element* tB) {
-    const uint32_t a = smem_u32(tA), b = smem_u32(tB);
+FWA_DEVICE void wg_mma_abt(float (&acc)[8][4], uint64_t da, uint64_t db) {
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 2; ++ks) wgmma_s64<Element>(acc, sw64_kmajor_desc(a + 32 * ks), sw64_kmajor_desc(b + 32 * ks), ks > 0);
+    for (int ks = 0; ks < 2; ++ks)
+        wgmma_s64<Element>(acc, wgmma_desc_add(da, 32u * ks), wgmma_desc_add(db, 32u * ks), ks > 0);
 }
 // acc (64 x 32) += P B, P (64 x 64) the accumulator of an earlier product (rounded to Element),
-// B the 64 x 32 swizzled tile tB read transposed (its rows along k).
+// B the 64 x 32 swizzled tile read transposed (its rows along k), given by its MN-major descriptor
+// (sw64_mnmajor_desc; the k16 step kk, 16 rows, is 1024 kk bytes on).
 template <typename Element>
-FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], const Element* tB) {
+FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], uint64_t db) {
     using Tr = ElementTraits<Element>;
-    const uint32_t b = smem_u32(tB);
     uint32_t a[4][4];
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
@@ -113,7 +123,7 @@ FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], const Ele
     }
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) wgmma_pv<Element, 32>(acc, a[kk], sw64_mnmajor_desc(b + 1024 * kk), 1);
+    for (int kk = 0; kk < 4; ++kk) wgmma_pv<Element, 32>(acc, a[kk], wgmma_desc_add(db, 1024u * kk), 1);
 }
 template <int kM0, int kM1>
 FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4], float (&acc1)[kM1][4]) {

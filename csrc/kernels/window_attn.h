@@ -138,10 +138,10 @@ inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
 // FWA_WINDOW_BWD_WGMMA (testing, A/B timing) not "0".
 bool window_bwd_wgmma_enabled();
 // Whether that backward's query side at this Npad runs bwd_q_wg_kernel.cuh's kernel (all keys of a
-// window per CTA, dbias in registers over the chunk): by default at Npad 256 only (H100, V2, bf16:
-// (1024, 6, 256) 0.681 -> 0.502 ms, session 23 run D; a 3-warpgroup form at Npad 192 was slower,
-// 0.149 -> 0.153 at (512, 4, 144), and was dropped; Npad 128 is tested, not yet timed);
-// FWA_WINDOW_BWD_Q_WG (testing, A/B timing) "0": never, "all": also at Npad 128.
+// window per CTA, dbias in registers over the chunk): by default at Npad 128 and 256 (H100, V2, bf16:
+// (1024, 6, 256) 0.681 -> 0.502 ms, session 23 run D; (1024, 4, 100) 0.134 -> 0.109, session 24
+// run A; a 3-warpgroup form at Npad 192 was slower, 0.149 -> 0.153 at (512, 4, 144), and was
+// dropped); FWA_WINDOW_BWD_Q_WG (testing, A/B timing) "0": never, "256": at Npad 256 only.
 bool window_bwd_q_wg_enabled(int Npad);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);

@@ -136,12 +136,12 @@ bool window_bwd_wgmma_enabled() {
 }
 
 bool window_bwd_q_wg_enabled(int Npad) {
-    // 0: never, 1: Npad 256, 2: Npad 128 and 256
+    // 0: never, 1: Npad 256, 2: Npad 128 and 256 (the default; "all" is accepted for it too)
     static const int mode = [] {
         const char* e = std::getenv("FWA_WINDOW_BWD_Q_WG");
-        if (e == nullptr || e[0] == '\0') return 1;
-        if (std::strcmp(e, "all") == 0) return 2;
-        return std::strcmp(e, "0") == 0 ? 0 : 1;
+        if (e == nullptr || e[0] == '\0') return 2;
+        if (std::strcmp(e, "256") == 0) return 1;
+        return std::strcmp(e, "0") == 0 ? 0 : 2;
     }();
     if (Npad == 256) return mode >= 1;
     return Npad == 128 && mode == 2;

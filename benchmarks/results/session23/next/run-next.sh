@@ -7,7 +7,7 @@ grep -E "bwd_kv_kernel|bwd_q_wg_kernel|Duration|Registers Per|Issue Slots Busy|N
 # 2. the wg query side at Npad 128 (N = 100, swinv2 window10 shapes), off / on, 2 rounds.
 cat > /tmp/n100.py <<'PY'
 import sys, torch, flash_window_attn as fwa
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, "benchmarks"); sys.path.insert(0, "tools")
 import bench_window_attention as bw
 from _kernel_times import gpu_time_by_kernel
 cfg = bw.Config(1024, 4, 100, 32, 16, 10, "v2")
