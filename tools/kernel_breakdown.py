@@ -3,6 +3,7 @@ which kernel of the tiled backward costs what. torch.profiler, 20 fwd+bwd iterat
 warm-up; prints the mean time per iteration of each kernel (CUDA time, not wall time).
 
     python tools/kernel_breakdown.py [--configs 1,4] [--dtype bf16]
+    python tools/kernel_breakdown.py --shape 1024,4,100,32,16,10,v2   (B_,H,N,d,nW,window,v1|v2)
 """
 import argparse
 import os
@@ -27,10 +28,19 @@ def main() -> None:
     ap.add_argument("--configs", default="0,1,3,4")
     ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--shape", action="append", default=[],
+                    help="B_,H,N,d,nW,window,v1|v2: a configuration outside the benchmark's list "
+                         "(repeatable; replaces --configs)")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
-    for i in (int(c) for c in args.configs.split(",")):
-        cfg = bw.CONFIGS[i]
+    if args.shape:
+        cfgs = []
+        for s in args.shape:
+            *ints, version = s.split(",")
+            cfgs.append(bw.Config(*(int(x) for x in ints), version))
+    else:
+        cfgs = [bw.CONFIGS[int(c)] for c in args.configs.split(",")]
+    for cfg in cfgs:
         inp = bw.make_inputs(cfg, dtype)
         a = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
 

@@ -5,18 +5,5 @@
 timeout 150 ncu -k regex:"bwd_kv|bwd_q" -c 2 --set full python benchmarks/results/session20/s20fb.py 1024 6 256 16 > $OUT/ncu.txt 2>&1
 grep -E "bwd_kv_kernel|bwd_q_wg_kernel|Duration|Registers Per|Issue Slots Busy|No Eligible|Executed Instructions  " $OUT/ncu.txt
 # 2. the wg query side at Npad 128 (N = 100, swinv2 window10 shapes), off / on, 2 rounds.
-cat > /tmp/n100.py <<'PY'
-import sys, torch, flash_window_attn as fwa
-sys.path.insert(0, "benchmarks"); sys.path.insert(0, "tools")
-import bench_window_attention as bw
-from _kernel_times import gpu_time_by_kernel
-cfg = bw.Config(1024, 4, 100, 32, 16, 10, "v2")
-inp = bw.make_inputs(cfg, torch.bfloat16)
-a = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
-def step():
-    out = bw.impl_ours(*a)
-    torch.autograd.grad(out, bw.grad_leaves(inp), inp["dout"])
-per, _ = gpu_time_by_kernel(step, 20, lambda n: n.split("<")[0].split("(")[0][-40:])
-for k, v in sorted(per.items(), key=lambda kv: -kv[1]): print(f"{v / 1000:8.3f} ms  {k}")
-PY
-for r in 1 2; do for m in 0 all; do echo "== FWA_WINDOW_BWD_Q_WG=$m"; FWA_WINDOW_BWD_Q_WG=$m PYTHONPATH=$PWD timeout 60 python /tmp/n100.py; done; done
+#    (Session 24 ran this part as a standalone copy of kernel_breakdown's loop, since replaced by --shape.)
+for r in 1 2; do for m in 0 all; do echo "== FWA_WINDOW_BWD_Q_WG=$m"; FWA_WINDOW_BWD_Q_WG=$m PYTHONPATH=$PWD timeout 60 python tools/kernel_breakdown.py --shape 1024,4,100,32,16,10,v2; done; done
