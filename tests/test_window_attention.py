@@ -549,8 +549,9 @@ _TILED_BWD_D32_CASES = [(24, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (
 @pytest.mark.parametrize("form", ["wg", "wgmma", "mma"])
 def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
     """On sm_90a the tiled backward at head dim <= 32 takes its products from warpgroup MMA
-    (bwd_tiled_kernels.cuh, kWgmma), and at Npad 128 and 256 its query side is the kernel that
-    holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh, the default at Npad 128 and 256).
+    (bwd_tiled_kernels.cuh, kWgmma), and at Npad 128, 192 and 256 its query side is the kernel that
+    holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh, the default there; Npad 192 runs
+    its 256-key form with the last 64-key sub-block skipped: N = 144, 192 and 200 below).
     FWA_WINDOW_BWD_Q_WG=0 keeps the kWgmma query-side kernel
     there, FWA_WINDOW_BWD_WGMMA=0 the mma.sync kernels (the form of every other GPU). The three,
     checked against float64 on the same problems (elsewhere all three runs take the mma.sync form)."""

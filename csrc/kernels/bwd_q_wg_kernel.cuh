@@ -1,6 +1,9 @@
 // Query side of the tiled window backward (dq, the dbias and dalpha partials) on Hopper warpgroup
-// MMA for head dim <= 32 and Npad = kKeys of 128 or 256: the form bwd_tiled_kernels.cuh's launcher
-// takes there on sm_90a (window_bwd_q_wg_enabled), in place of window_attn_bwd_q_kernel.
+// MMA for head dim <= 32 and Npad = kKeys of 128 or 256, and Npad 192 on the 256-key form (warpgroup
+// 1's second sub-block, keys 192..255, skipped: the other three take as long as at Npad 256, so per
+// window it costs what Npad 256 does; still 9-16 % under window_attn_bwd_q_kernel at N = 144-169,
+// session 25 run E): the form bwd_tiled_kernels.cuh's launcher takes there on sm_90a
+// (window_bwd_q_wg_enabled), in place of window_attn_bwd_q_kernel.
 //
 //   S = f(q kᵀ) + bm,  P = exp(S - lse),  dS = P (dout vᵀ - D),  dq = f'(dS k),  dbias = Σ_windows dS
 //
@@ -147,13 +150,16 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         }
     };
 
-    // The strip: rows row0 .. row0 + 63 of the bias+mask slice, or 0 / -inf (padded keys).
+    // The strip: rows row0 .. row0 + 63 of the bias+mask slice (Npad columns; at Npad 192 on the
+    // 256-key kernel the last 64 columns are never read: their sub-block is skipped), or 0 / -inf
+    // (padded keys).
+    const int Npad = p.Npad;
     if (has_bm) {
-        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(row0) * kKeys;
-        constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = tid; c < kTileM * kChunksPerRow; c += L::kThreads) {
-            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
-            cp_async_16(smem_u32(sBm + r * L::kBmPitch + cc * 4), bm_slice + int64_t(r) * kKeys + cc * 4, 16);
+        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(row0) * Npad;
+        const int chunks_per_row = Npad / 4;
+        for (int c = tid; c < kTileM * chunks_per_row; c += L::kThreads) {
+            const int r = c / chunks_per_row, cc = c - r * chunks_per_row;
+            cp_async_16(smem_u32(sBm + r * L::kBmPitch + cc * 4), bm_slice + int64_t(r) * Npad + cc * 4, 16);
         }
     } else {
         for (int c = tid; c < kTileM * kKeys; c += L::kThreads)
@@ -201,6 +207,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
             const int key0 = (wg * kSub + sb) * 64;
+            if (key0 >= Npad) break;   // Npad 192 on the 256-key kernel: warpgroup 1's second sub-block
             const uint32_t k_bytes = st_bytes + L::kKOff + key0 * 64, v_bytes = st_bytes + L::kVOff + key0 * 64;
             float s[kNT][4], dp[kNT][4];
             wg_mma_abt<Element>(s, wgmma_desc_add(desc0, st_bytes + L::kQOff), wgmma_desc_add(desc0, k_bytes));
@@ -299,6 +306,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
             const int key0 = (wg * kSub + sb) * 64;
+            if (key0 >= Npad) break;
 #pragma unroll
             for (int r = 0; r < 2; ++r)
 #pragma unroll

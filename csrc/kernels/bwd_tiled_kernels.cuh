@@ -704,8 +704,8 @@ inline int bwd_q_strip_max_npad() {
     return limit;
 }
 
-// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 128 and 256) the
-// warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
+// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 128, 192 and 256;
+// Npad 192 on its 256-key form) the warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
@@ -720,7 +720,7 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                 return cudaGetLastError();
             };
             if (p.Npad == 128) return run(std::integral_constant<int, 128>{});
-            return run(std::integral_constant<int, 256>{});
+            return run(std::integral_constant<int, 256>{});   // Npad 192 or 256
         }
     }
     using QSmem = BwdQSmem<kHeadDim, kWgmma>;

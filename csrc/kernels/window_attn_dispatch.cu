@@ -136,15 +136,18 @@ bool window_bwd_wgmma_enabled() {
 }
 
 bool window_bwd_q_wg_enabled(int Npad) {
-    // 0: never, 1: Npad 256, 2: Npad 128 and 256 (the default; "all" is accepted for it too)
+    // FWA_WINDOW_BWD_Q_WG: "0" never, "256" Npad 256 only, "128" Npad 128 and 256 (session 24's
+    // default), unset / anything else ("1", "all"): Npad 128, 192 and 256 (192 on the 256-key form)
     static const int mode = [] {
         const char* e = std::getenv("FWA_WINDOW_BWD_Q_WG");
-        if (e == nullptr || e[0] == '\0') return 2;
+        if (e == nullptr || e[0] == '\0') return 3;
+        if (std::strcmp(e, "0") == 0) return 0;
         if (std::strcmp(e, "256") == 0) return 1;
-        return std::strcmp(e, "0") == 0 ? 0 : 2;
+        return std::strcmp(e, "128") == 0 ? 2 : 3;
     }();
     if (Npad == 256) return mode >= 1;
-    return Npad == 128 && mode == 2;
+    if (Npad == 128) return mode >= 2;
+    return Npad == 192 && mode >= 3;
 }
 
 bool window_fwd_wgmma_small_enabled() {
