@@ -561,6 +561,23 @@ def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("budget", ["default", "1"])
+def test_cuda_query_side_key_ranges_in_subprocess(budget):
+    """At Npad > 256 (d <= 32, sm_90a) the query side runs the warpgroup kernel over key ranges of
+    256 keys, one CTA each, whose fp32 dq parts a second kernel sums in range order; the parts take at
+    most 128 MiB, bigger problems go in launches over batches of chunks. FWA_BWD_DQ_PARTIAL_BYTES=1
+    forces one launch per chunk (the chunk offset and the parts' window indexing), the default one
+    launch; both against float64 (the last range partly past Npad at N = 300, 400 and 577)."""
+    cases = [(8, 2, 576, 32, "bfloat16", "v2", "shift", "normal"), (16, 2, 300, 32, "float16", "v2", "dead", "clustered"),
+             (4, 2, 1024, 16, "float16", "v1", "shift", "normal"), (12, 3, 400, 24, "bfloat16", "v2", None, "normal"),
+             (4, 3, 577, 32, "bfloat16", "v1", "shift", "normal")]
+    env = {"FWA_BWD_FORCE_TILED": "1"}
+    if budget != "default":
+        env["FWA_BWD_DQ_PARTIAL_BYTES"] = budget
+    _check_problems_in_child(cases, 400, env, f"query-side key ranges, dq part budget {budget}")
+
+
+@pytest.mark.cuda
 def test_cuda_global_dbias_slice_in_subprocess():
     """The tiled backward's query-side kernel accumulates dbias in a shared-memory strip wherever it
     fits (on an H100: up to N = 576 at d <= 64) and in a CTA-private global slice otherwise (N = 1024,

@@ -56,14 +56,6 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr size_t bytes() { return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes; }
 };
 
-// The kernel's copies address a window's rows with 32-bit offsets: Npad rows of q, k, v and dout
-// must span less than 2^31 elements.
-inline bool bwd_q_wg_shape_ok(const BwdParams& p) {
-    const int64_t lim = int64_t(1) << 31;
-    auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
-    return fits(p.q) && fits(p.k) && fits(p.v) && fits(p.dout);
-}
-
 template <typename Element, int kKeys, bool kDropout>
 __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA
@@ -83,9 +75,23 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128;
     const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 
-    const WindowCtaWork cta = window_cta_work(p);
+    // blockIdx.x: (key range, query block, head, bm window, chunk), key range fastest
+    const int n_kr = p.n_key_ranges;
+    const int kr = static_cast<int>(blockIdx.x % n_kr);
+    const int64_t bid = blockIdx.x / n_kr;
+    WindowCtaWork cta = window_chunk_work(p, bid / p.num_m_blocks, static_cast<int>(bid % p.num_m_blocks));
+    if (p.chunk_offset != 0) {   // a later batch of chunks (key ranges: window_bwd_dq_batch_chunks)
+        cta.chunk_id += p.chunk_offset;
+        cta.t_begin = cta.chunk_id * p.chunk;
+        cta.t_end = min(cta.t_begin + p.chunk, p.B / p.nW);
+    }
     const int m_block = cta.m_block, h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
     if (t_begin >= t_end) return;   // the whole CTA
+    // the launch's first window (its dq parts are indexed from it)
+    const int64_t b_base = int64_t(p.nW) * p.chunk * p.chunk_offset;
+    // This CTA's keys: kr0 .. kr0 + kKeys - 1 (n_kr > 1: Npad > 256, 256-key ranges, the last one
+    // partly past Npad: its sub-blocks there are skipped)
+    const int kr0 = kr * kKeys;
 
     const int N = p.N, d = p.d;
     const int row0 = m_block * kTileM;
@@ -98,6 +104,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     DropoutState drop{};
     if constexpr (kDropout) drop = load_dropout_state(p.dropout);
     const int partial = w * p.n_chunks + cta.chunk_id;
+    const int Npad = p.Npad;
 
     auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
     auto base = [&](const TensorRef& t, int64_t b) {
@@ -129,10 +136,11 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         cp_async_16(s0 + L::kOOff + soff, q_ok ? o + o_off : o, q_ok ? 16 : 0);
 #pragma unroll
         for (int i = 0; i < kKeys / 64; ++i) {
-            const bool ok = col_ok && cr + 64 * i < N;
-            cp_async_16(s0 + L::kKOff + i * L::kTileBytes + soff, ok ? k + (k_off + i * 64 * static_cast<int>(p.k.row_stride)) : k,
+            const int kb = kr0 + 64 * i;   // this tile's first key
+            const bool ok = col_ok && cr + kb < N;
+            cp_async_16(s0 + L::kKOff + i * L::kTileBytes + soff, ok ? k + (k_off + kb * static_cast<int>(p.k.row_stride)) : k,
                         ok ? 16 : 0);
-            cp_async_16(s0 + L::kVOff + i * L::kTileBytes + soff, ok ? v + (v_off + i * 64 * static_cast<int>(p.v.row_stride)) : v,
+            cp_async_16(s0 + L::kVOff + i * L::kTileBytes + soff, ok ? v + (v_off + kb * static_cast<int>(p.v.row_stride)) : v,
                         ok ? 16 : 0);
         }
         float* stat = reinterpret_cast<float*>(stage(st) + L::kStatOff);
@@ -146,24 +154,24 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             if (cosine) cp_async_4(smem_u32(stat + 2 * kTileM + tid), p.q_inv_norm + src, ok);
         }
         if (cosine && tid < kKeys) {   // padded keys get 0 (their logits are -inf anyway)
-            cp_async_4(s0 + L::kKinvOff + 4 * tid, p.k_inv_norm + rbase + (tid < N ? tid : 0), tid < N ? 4 : 0);
+            const int key = kr0 + tid;
+            cp_async_4(s0 + L::kKinvOff + 4 * tid, p.k_inv_norm + rbase + (key < N ? key : 0), key < N ? 4 : 0);
         }
     };
 
     // The strip: rows row0 .. row0 + 63 of the bias+mask slice (Npad columns; at Npad 192 on the
     // 256-key kernel the last 64 columns are never read: their sub-block is skipped), or 0 / -inf
     // (padded keys).
-    const int Npad = p.Npad;
     if (has_bm) {
-        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(row0) * Npad;
-        const int chunks_per_row = Npad / 4;
+        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(row0) * Npad + kr0;
+        const int chunks_per_row = min(kKeys, Npad - kr0) / 4;
         for (int c = tid; c < kTileM * chunks_per_row; c += L::kThreads) {
             const int r = c / chunks_per_row, cc = c - r * chunks_per_row;
             cp_async_16(smem_u32(sBm + r * L::kBmPitch + cc * 4), bm_slice + int64_t(r) * Npad + cc * 4, 16);
         }
     } else {
         for (int c = tid; c < kTileM * kKeys; c += L::kThreads)
-            sBm[(c / kKeys) * L::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+            sBm[(c / kKeys) * L::kBmPitch + c % kKeys] = kr0 + c % kKeys < N ? 0.f : -INFINITY;
     }
     issue(0, 0);
     cp_async_commit();
@@ -207,14 +215,15 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
             const int key0 = (wg * kSub + sb) * 64;
-            if (key0 >= Npad) break;   // Npad 192 on the 256-key kernel: warpgroup 1's second sub-block
+            // past Npad (Npad 192, or the last key range): warpgroup 1's second sub-block, or more
+            if (kr0 + key0 >= Npad) break;
             const uint32_t k_bytes = st_bytes + L::kKOff + key0 * 64, v_bytes = st_bytes + L::kVOff + key0 * 64;
             float s[kNT][4], dp[kNT][4];
             wg_mma_abt<Element>(s, wgmma_desc_add(desc0, st_bytes + L::kQOff), wgmma_desc_add(desc0, k_bytes));
             wg_mma_abt<Element>(dp, wgmma_desc_add(desc0, st_bytes + L::kOOff), wgmma_desc_add(desc0, v_bytes));
             wg_products_done(s, dp);
             if constexpr (kDropout)
-                dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, key0 >> 4, lane),
+                dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, (kr0 + key0) >> 4, lane),
                               drop.scale);
             auto elementwise = [&](auto cosine_tag) {
                 constexpr bool kCos = decltype(cosine_tag)::value;
@@ -291,10 +300,16 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
                 for (int r = 0; r < 2; ++r) dalpha_acc += q_inv[r] * rs[r];
             }
-            // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>).
-            warp_store_grad_rows<32, true>(dq, cosine, tQ, warp * 16, q_inv, alpha,
-                                           static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
-                                           p.dq.row_stride, row0 + warp * 16, N, d, lane);
+            // V1: dq = scale dq'; V2: dq = alpha/||q|| (dq' - q̂ <q̂, dq'>) (linear in dq': with key
+            // ranges each range's part, in fp32, summed afterwards by window_attn_bwd_dq_reduce_kernel)
+            if (n_kr == 1)
+                warp_store_grad_rows<32, true>(dq, cosine, tQ, warp * 16, q_inv, alpha,
+                                               static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                                               p.dq.row_stride, row0 + warp * 16, N, d, lane);
+            else
+                warp_store_grad_rows<32, true>(dq, cosine, tQ, warp * 16, q_inv, alpha,
+                                               p.dq_partial + kr * p.dq_partial_range_stride + ((b - b_base) * p.H + h) * int64_t(N) * d,
+                                               int64_t(d), row0 + warp * 16, N, d, lane);
         }
         // the partials are rewritten only after the next window's first barrier, which warpgroup 0
         // reaches after these reads; this stage is refilled only after it too
@@ -305,7 +320,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         float* gAcc = p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad + int64_t(row0) * p.Npad;
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
-            const int key0 = (wg * kSub + sb) * 64;
+            const int key0 = kr0 + (wg * kSub + sb) * 64;
             if (key0 >= Npad) break;
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -321,7 +336,8 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         if (wg == 0 && lane == 0) red[warp] = v;
         __syncthreads();
         if (tid == 0)
-            p.dalpha_partial[(int64_t(h) * p.nW * p.n_chunks + partial) * p.num_m_blocks + m_block] = red[0] + red[1] + red[2] + red[3];
+            p.dalpha_partial[((int64_t(h) * p.nW * p.n_chunks + partial) * p.num_m_blocks + m_block) * n_kr + kr] =
+                red[0] + red[1] + red[2] + red[3];
     }
 #else
     __trap();

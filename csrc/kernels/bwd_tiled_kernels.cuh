@@ -706,21 +706,72 @@ inline int bwd_q_strip_max_npad() {
 
 // The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 128, 192 and 256;
 // Npad 192 on its 256-key form) the warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
+// dq of windows b0 + (0 .. n_windows - 1) = the sum of the key ranges' fp32 parts
+// (BwdParams::dq_partial), in range order: one thread per two columns of a row.
+template <typename Element>
+__global__ void __launch_bounds__(256) window_attn_bwd_dq_reduce_kernel(const BwdParams p, int64_t b0, int64_t n_windows) {
+    using Tr = ElementTraits<Element>;
+    const int half_d = p.d / 2;
+    const int64_t rows = n_windows * p.H * p.N;
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= rows * half_d) return;
+    const int64_t row_id = idx / half_d;
+    const int col = static_cast<int>(idx - row_id * half_d) * 2;
+    const float* src = p.dq_partial + row_id * p.d + col;
+    float2 acc = *reinterpret_cast<const float2*>(src);
+    for (int r = 1; r < p.n_key_ranges; ++r) {
+        const float2 v = *reinterpret_cast<const float2*>(src + r * p.dq_partial_range_stride);
+        acc.x += v.x;
+        acc.y += v.y;
+    }
+    const int i = static_cast<int>(row_id % p.N);
+    const int64_t bh = row_id / p.N;
+    const int h = static_cast<int>(bh % p.H);
+    const int64_t b = b0 + bh / p.H;
+    *reinterpret_cast<uint32_t*>(static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride +
+                                 int64_t(i) * p.dq.row_stride + col) = Tr::pack(acc.x, acc.y);
+}
+
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if constexpr (kWgmma) {
-        if (window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p)) {
+        // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
+        const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
+        if (wg) {
             auto run = [&](auto keys_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
                 using L = BwdQWgLayout<kKeys>;
                 cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout>>(L::bytes(), L::kThreads, ctas);
                 if (err != cudaSuccess || !launch) return err;
-                window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
-                return cudaGetLastError();
+                if (p.n_key_ranges == 1) {
+                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
+                    return cudaGetLastError();
+                }
+                // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
+                // followed by the sum of its windows' parts.
+                const int per_launch = window_bwd_dq_batch_chunks(p);
+                const int64_t nB = p.B / p.nW;
+                for (int c0 = 0; c0 < p.n_chunks; c0 += per_launch) {
+                    const int cb = std::min(per_launch, p.n_chunks - c0);
+                    BwdParams pb = p;
+                    pb.chunk_offset = c0;
+                    const int64_t b0 = int64_t(p.nW) * p.chunk * c0;
+                    const int64_t b1 = int64_t(p.nW) * std::min<int64_t>(nB, int64_t(p.chunk) * (c0 + cb));
+                    pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
+                    const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * cb * p.n_key_ranges;
+                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(g), L::kThreads, L::bytes(), stream>>>(pb);
+                    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+                    constexpr int kThreads = 256;
+                    const int64_t work = (b1 - b0) * p.H * p.N * (p.d / 2);
+                    window_attn_bwd_dq_reduce_kernel<Element>
+                        <<<static_cast<unsigned>((work + kThreads - 1) / kThreads), kThreads, 0, stream>>>(pb, b0, b1 - b0);
+                    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+                }
+                return cudaSuccess;
             };
             if (p.Npad == 128) return run(std::integral_constant<int, 128>{});
-            return run(std::integral_constant<int, 256>{});   // Npad 192 or 256
+            return run(std::integral_constant<int, 256>{});   // Npad 192, 256, or key ranges of 256
         }
     }
     using QSmem = BwdQSmem<kHeadDim, kWgmma>;

@@ -1,6 +1,8 @@
 // Warp-level building blocks shared by the forward and backward kernels. Each warp owns 16 rows
 // of a product; fragments follow the mma.m16n8k16 layouts described in kernel_utils.cuh.
 #pragma once
+#include <type_traits>
+
 #include "tile_io.cuh"
 
 namespace fwa {
@@ -76,11 +78,13 @@ FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTil
 // the backward of x̂ = x / max(||x||, eps) scaled by f (the logit scale); the projection is
 // dropped where the norm was clamped (norm_projection). Rows >= N and columns >= d are skipped.
 // kSw64: tX is a 64-byte-swizzled tile (sw64_offset; head dim 32), not a padded row-major one.
-template <int kHeadDim, bool kSw64 = false, typename Element>
+// Out: Element, or float (an fp32 part of the gradient, summed later).
+template <int kHeadDim, bool kSw64 = false, typename Element, typename Out>
 FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool cosine,
                                      const Element* tX, int lrow0, const float (&inv)[2], float f,
-                                     Element* dst, int64_t row_stride, int grow0, int N, int d,
+                                     Out* dst, int64_t row_stride, int grow0, int N, int d,
                                      int lane) {
+    static_assert(std::is_same<Out, Element>::value || std::is_same<Out, float>::value, "Element or fp32 rows");
     using Tr = ElementTraits<Element>;
     constexpr int kDT = kHeadDim / 8;
     const int g = lane >> 2, t4 = lane & 3;
@@ -117,7 +121,10 @@ FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool c
                 v0 -= xh[i][0] * dot;
                 v1 -= xh[i][1] * dot;
             }
-            *reinterpret_cast<uint32_t*>(dst + int64_t(row) * row_stride + col) = Tr::pack(v0 * fr, v1 * fr);
+            if constexpr (std::is_same<Out, float>::value)
+                *reinterpret_cast<float2*>(dst + int64_t(row) * row_stride + col) = make_float2(v0 * fr, v1 * fr);
+            else
+                *reinterpret_cast<uint32_t*>(dst + int64_t(row) * row_stride + col) = Tr::pack(v0 * fr, v1 * fr);
         }
     }
 }

@@ -10,7 +10,9 @@
 // All pointers are raw; all strides are in elements; q/k/v/out/dout/dq/dk/dv have unit stride in
 // the last dimension and 16-byte aligned rows (the op layer copies anything that is not).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cuda_runtime.h>
 
 #include "dropout.h"
@@ -50,6 +52,10 @@ struct FwdParams {
     // Windows b = w + nW * t that share the same bm slice are processed by one CTA in chunks of
     // `chunk` consecutive t; there are n_chunks chunks per (h, w, m-block).
     int chunk = 1, n_chunks = 1;
+    // Backward, query side at Npad > 256 on the warpgroup kernel (bwd_q_wg_kernel.cuh): each
+    // (query block, head, bm window, chunk) is n_key_ranges CTAs, one per 256 keys, whose dq
+    // partials are summed by a second kernel (1 everywhere else; set by window_attn_plan_bwd).
+    int n_key_ranges = 1;
     int stages = 2;                    // forward pipeline depth (set by its launcher)
     int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
     int groups = 1;                    // forward groups of 4 warps per CTA (set by its launcher)
@@ -107,7 +113,38 @@ struct BwdParams : FwdParams {
     float* dsum_partial = nullptr;
     float* q_inv_norm = nullptr;
     float* k_inv_norm = nullptr;
+    // n_key_ranges > 1: each key range's dq (projected and scaled as dq itself) in fp32, summed in
+    // range order into dq by window_attn_bwd_dq_reduce_kernel. At most kDqPartialBudget bytes: the
+    // query side then runs in launches over batches of chunks (window_bwd_dq_batch_chunks), each
+    // with its windows' parts, [n_key_ranges][its windows][H][N][d] (range stride below).
+    float* dq_partial = nullptr;
+    int chunk_offset = 0;                  // the launch's first chunk
+    int64_t dq_partial_range_stride = 0;   // elements
 };
+
+constexpr int64_t kDqPartialBudget = int64_t(128) << 20;
+// kDqPartialBudget, or FWA_BWD_DQ_PARTIAL_BYTES (tests: a small budget forces a launch per chunk).
+inline int64_t window_bwd_dq_partial_budget() {
+    static const int64_t budget = [] {
+        const char* e = std::getenv("FWA_BWD_DQ_PARTIAL_BYTES");
+        return e != nullptr && e[0] != '\0' ? std::max<int64_t>(0, std::atoll(e)) : kDqPartialBudget;
+    }();
+    return budget;
+}
+// Chunks per query-side launch with key ranges: the most whose dq parts fit the budget (>= 1).
+inline int window_bwd_dq_batch_chunks(const FwdParams& p) {
+    const int64_t per_chunk = int64_t(p.n_key_ranges) * p.nW * p.chunk * p.H * p.N * p.d * 4;
+    const int64_t n = per_chunk > 0 ? window_bwd_dq_partial_budget() / per_chunk : 1;
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, std::max(p.n_chunks, 1))));
+}
+
+// The warpgroup query-side kernel addresses a window's rows with 32-bit offsets: Npad rows of q,
+// k, v and dout must span less than 2^31 elements.
+inline bool bwd_q_wg_shape_ok(const BwdParams& p) {
+    const int64_t lim = int64_t(1) << 31;
+    auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
+    return fits(p.q) && fits(p.k) && fits(p.v) && fits(p.dout);
+}
 
 enum class Dtype { kFloat16, kBFloat16 };
 
@@ -143,6 +180,10 @@ bool window_bwd_wgmma_enabled();
 // run A; a 3-warpgroup form at Npad 192 was slower, 0.149 -> 0.153 at (512, 4, 144), and was
 // dropped); FWA_WINDOW_BWD_Q_WG (testing, A/B timing) "0": never, "256": at Npad 256 only.
 bool window_bwd_q_wg_enabled(int Npad);
+// Key ranges of the query side (BwdParams::n_key_ranges) for this problem: ceil(Npad / 256) where
+// the warpgroup kernel takes Npad > 256 (head dim <= 32 on sm_90a, FWA_WINDOW_BWD_Q_WG), else 1.
+// Needs p's N, d, Npad and tensor strides.
+int window_bwd_q_key_ranges(const BwdParams& p);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);
 
@@ -162,7 +203,7 @@ void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int wav
 void window_attn_plan_chunks_balanced(FwdParams& p, int num_sms, int ctas_per_sm, int groups);
 // Plans the backward's chunking (which sizes the dbias / dalpha partial buffers) from the
 // occupancy of the kernel that writes the partials.
-void window_attn_plan_bwd(Dtype dt, FwdParams& p);
+void window_attn_plan_bwd(Dtype dt, BwdParams& p);
 // CTAs per SM of the kernel that writes the partials: the small-path kernel, or the tiled path's
 // query-side kernel (whose shared memory depends on Npad).
 template <typename Element, int kHeadDim> int bwd_small_ctas_per_sm();

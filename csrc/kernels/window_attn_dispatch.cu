@@ -70,7 +70,7 @@ void chunk_plan_set(FwdParams& p, int64_t nB, int64_t n) {
 void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
     const int64_t nB = chunk_plan_start(p);
     if (nB == 0) return;
-    const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW;
+    const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW * std::max(p.n_key_ranges, 1);
     const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
     // Fewest chunks (most windows per CTA: bias/mask and partial writes amortised best) whose
     // grid fills the waves it occupies to >= 85%; otherwise the best-filling count.
@@ -137,17 +137,27 @@ bool window_bwd_wgmma_enabled() {
 
 bool window_bwd_q_wg_enabled(int Npad) {
     // FWA_WINDOW_BWD_Q_WG: "0" never, "256" Npad 256 only, "128" Npad 128 and 256 (session 24's
-    // default), unset / anything else ("1", "all"): Npad 128, 192 and 256 (192 on the 256-key form)
+    // default), "192" Npad 128 to 256 (192 on the 256-key form), unset / anything else ("1",
+    // "all"): also Npad > 256 (key ranges of 256, BwdParams::n_key_ranges)
     static const int mode = [] {
         const char* e = std::getenv("FWA_WINDOW_BWD_Q_WG");
-        if (e == nullptr || e[0] == '\0') return 3;
+        if (e == nullptr || e[0] == '\0') return 4;
         if (std::strcmp(e, "0") == 0) return 0;
         if (std::strcmp(e, "256") == 0) return 1;
-        return std::strcmp(e, "128") == 0 ? 2 : 3;
+        if (std::strcmp(e, "128") == 0) return 2;
+        return std::strcmp(e, "192") == 0 ? 3 : 4;
     }();
     if (Npad == 256) return mode >= 1;
     if (Npad == 128) return mode >= 2;
-    return Npad == 192 && mode >= 3;
+    if (Npad == 192) return mode >= 3;
+    return Npad > 256 && mode >= 4;
+}
+
+int window_bwd_q_key_ranges(const BwdParams& p) {
+    if (p.Npad <= 256 || window_attn_bwd_uses_small_path(p) || window_attn_head_dim_bucket(p.d) != 32 ||
+        !window_bwd_wgmma_enabled() || !window_bwd_q_wg_enabled(p.Npad) || !bwd_q_wg_shape_ok(p))
+        return 1;
+    return (p.Npad + 255) / 256;
 }
 
 bool window_fwd_wgmma_small_enabled() {
@@ -162,8 +172,9 @@ cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
     });
 }
 
-void window_attn_plan_bwd(Dtype dt, FwdParams& p) {
+void window_attn_plan_bwd(Dtype dt, BwdParams& p) {
     const bool small = window_attn_bwd_uses_small_path(p);
+    p.n_key_ranges = window_bwd_q_key_ranges(p);
     const int ctas = FWA_HEADDIM_SWITCH(p.d, [&] {
         if (dt == Dtype::kFloat16)
             return small ? bwd_small_ctas_per_sm<__half, kHeadDim>() : bwd_q_ctas_per_sm<__half, kHeadDim>(p);
@@ -171,6 +182,15 @@ void window_attn_plan_bwd(Dtype dt, FwdParams& p) {
                      : bwd_q_ctas_per_sm<__nv_bfloat16, kHeadDim>(p);
     });
     window_attn_plan_chunks(p, num_sms(), ctas, /*waves=*/1);
+    if (p.n_key_ranges > 1 && p.n_chunks > 0) {
+        // one chunk's dq parts within the budget too (the launches go by whole chunks)
+        const int64_t per_t = int64_t(p.n_key_ranges) * p.nW * p.H * p.N * p.d * 4;
+        const int64_t max_chunk = std::max<int64_t>(1, window_bwd_dq_partial_budget() / per_t);
+        if (p.chunk > max_chunk) {
+            const int64_t nB = p.B / p.nW;
+            chunk_plan_set(p, nB, (nB + max_chunk - 1) / max_chunk);
+        }
+    }
 }
 
 cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s) {

@@ -194,8 +194,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
 
     Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
     fwa::BwdParams& p = prep.p;
-    // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own).
-    fwa::window_attn_plan_bwd(kernel_dtype(q), p);
     at::Tensor workspace;   // the kernels' fp32 scratch buffers, carved out of one allocation
     int n_dbias_partials = 0, n_dalpha_partials = 0;
     if (s.B > 0) {
@@ -217,32 +215,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         p.dv = ref(dv);
         p.lse = const_cast<float*>(lse_.data_ptr<float>());
         p.dropout = drop;
+        // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own);
+        // the query side's key ranges depend on the tensors' strides (set above).
+        fwa::window_attn_plan_bwd(kernel_dtype(q), p);
         const bool small = fwa::window_attn_bwd_uses_small_path(p);
         n_dbias_partials = p.nW * p.n_chunks;
-        n_dalpha_partials = n_dbias_partials * (small ? 1 : p.num_m_blocks);
+        n_dalpha_partials = n_dbias_partials * (small ? 1 : p.num_m_blocks * p.n_key_ranges);
         // One allocation for the scratch buffers (a dispatcher call per at::empty costs host time
         // in every layer's backward): each buffer at a 256-byte aligned offset (the kernels read
         // them as float / float2 and with 4-byte async copies). Sizes as their own tensors had:
         //   dbias_partial (H, nW * n_chunks, Npad, Npad), dalpha_partial (H, its partials),
-        //   tiled path: dsum (B_, H, N), dsum_partial (key blocks, B_, H, N, 2), q_inv / k_inv (B_, H, N)
+        //   tiled path: dsum (B_, H, N), dsum_partial (key blocks, B_, H, N, 2), q_inv / k_inv (B_, H, N),
+        //   dq_partial (key ranges, B_, H, N, d) where the query side has key ranges
         const int64_t rows = s.B * s.H * s.N;
-        const int64_t sizes[6] = {
+        const int64_t sizes[7] = {
             s.has_bias ? s.H * n_dbias_partials * int64_t(p.Npad) * p.Npad : 0,
             s.cosine ? s.H * n_dalpha_partials : 0,
             small ? 0 : rows,
             small ? 0 : (s.N + fwa::kTileN - 1) / fwa::kTileN * rows * 2,
             (!small && s.cosine) ? rows : 0,
-            (!small && s.cosine) ? rows : 0};
-        int64_t offsets[6], total = 0;
-        for (int i = 0; i < 6; ++i) {
+            (!small && s.cosine) ? rows : 0,
+            (!small && p.n_key_ranges > 1)
+                ? p.n_key_ranges * std::min<int64_t>(s.B, int64_t(p.nW) * p.chunk * fwa::window_bwd_dq_batch_chunks(p)) *
+                      s.H * s.N * s.d
+                : 0};
+        int64_t offsets[7], total = 0;
+        for (int i = 0; i < 7; ++i) {
             offsets[i] = total;
             total += (sizes[i] + 63) / 64 * 64;
         }
         workspace = at::empty({total}, f32);
         float* base = workspace.data_ptr<float>();
-        float** dst[6] = {&p.dbias_partial, &p.dalpha_partial, &p.dsum, &p.dsum_partial, &p.q_inv_norm,
-                          &p.k_inv_norm};
-        for (int i = 0; i < 6; ++i)
+        float** dst[7] = {&p.dbias_partial, &p.dalpha_partial, &p.dsum, &p.dsum_partial, &p.q_inv_norm,
+                          &p.k_inv_norm, &p.dq_partial};
+        for (int i = 0; i < 7; ++i)
             if (sizes[i] > 0) *dst[i] = base + offsets[i];
         check_cuda(fwa::window_attn_bwd(kernel_dtype(q), p, stream), "backward kernel launch");
     } else {
