@@ -122,7 +122,7 @@ struct BwdParams : FwdParams {
     int64_t dq_partial_range_stride = 0;   // elements
 };
 
-constexpr int64_t kDqPartialBudget = int64_t(128) << 20;
+constexpr int64_t kDqPartialBudget = int64_t(256) << 20;
 // kDqPartialBudget, or FWA_BWD_DQ_PARTIAL_BYTES (tests: a small budget forces a launch per chunk).
 inline int64_t window_bwd_dq_partial_budget() {
     static const int64_t budget = [] {
