@@ -76,7 +76,9 @@ def _reference(problem, keep, p, dtype=None):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("N", [7, 49, 64, 144, 256])
+# N = 300: on sm_90a the backward's query side runs in key ranges of 256 keys (the keep bits of
+# the second range's keys)
+@pytest.mark.parametrize("N", [7, 49, 64, 144, 256, 300])
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_dropout_matches_reference_with_same_mask(device, N, version):
     p = 0.2
