@@ -2,8 +2,10 @@
 // MMA for head dim <= 32 and Npad = kKeys of 128 or 256, and Npad 192 on the 256-key form (warpgroup
 // 1's second sub-block, keys 192..255, skipped: the other three take as long as at Npad 256, so per
 // window it costs what Npad 256 does; still 9-16 % under window_attn_bwd_q_kernel at N = 144-169,
-// session 25 run E): the form bwd_tiled_kernels.cuh's launcher takes there on sm_90a
-// (window_bwd_q_wg_enabled), in place of window_attn_bwd_q_kernel.
+// session 25 run E), and Npad > 256 in key ranges of 256 keys (BwdParams::n_key_ranges: one CTA per
+// range, each writing its fp32 dq part, summed in range order afterwards; session 25 runs F-H):
+// the form bwd_tiled_kernels.cuh's launcher takes there on sm_90a (window_bwd_q_wg_enabled), in
+// place of window_attn_bwd_q_kernel.
 //
 //   S = f(q kᵀ) + bm,  P = exp(S - lse),  dS = P (dout vᵀ - D),  dq = f'(dS k),  dbias = Σ_windows dS
 //

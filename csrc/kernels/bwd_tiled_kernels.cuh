@@ -704,8 +704,6 @@ inline int bwd_q_strip_max_npad() {
     return limit;
 }
 
-// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) (Npad 128, 192 and 256;
-// Npad 192 on its 256-key form) the warpgroup kernel of bwd_q_wg_kernel.cuh, otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM); launches it when `launch`.
 // dq of windows b0 + (0 .. n_windows - 1) = the sum of the key ranges' fp32 parts
 // (BwdParams::dq_partial), in range order: one thread per two columns of a row.
 template <typename Element>
@@ -732,6 +730,10 @@ __global__ void __launch_bounds__(256) window_attn_bwd_dq_reduce_kernel(const Bw
                                  int64_t(i) * p.dq.row_stride + col) = Tr::pack(acc.x, acc.y);
 }
 
+// The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) the warpgroup kernel of
+// bwd_q_wg_kernel.cuh (Npad 192 on its 256-key form; above 256 in key ranges, then with the sum of
+// their dq parts), otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM);
+// launches it when `launch`.
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;

@@ -174,11 +174,14 @@ inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
 // (bwd_tiled_kernels.cuh, kWgmma): an sm_90a build, a compute capability 9.0 device, and
 // FWA_WINDOW_BWD_WGMMA (testing, A/B timing) not "0".
 bool window_bwd_wgmma_enabled();
-// Whether that backward's query side at this Npad runs bwd_q_wg_kernel.cuh's kernel (all keys of a
-// window per CTA, dbias in registers over the chunk): by default at Npad 128 and 256 (H100, V2, bf16:
-// (1024, 6, 256) 0.681 -> 0.502 ms, session 23 run D; (1024, 4, 100) 0.134 -> 0.109, session 24
-// run A; a 3-warpgroup form at Npad 192 was slower, 0.149 -> 0.153 at (512, 4, 144), and was
-// dropped); FWA_WINDOW_BWD_Q_WG (testing, A/B timing) "0": never, "256": at Npad 256 only.
+// Whether that backward's query side at this Npad runs bwd_q_wg_kernel.cuh's kernel (up to 256 keys
+// of a window per CTA, dbias in registers over the chunk): by default at every Npad >= 128 (H100,
+// V2, bf16: (1024, 6, 256) 0.681 -> 0.502 ms, session 23 run D; (1024, 4, 100) 0.134 -> 0.109,
+// session 24 run A; a 3-warpgroup form at Npad 192 was slower, 0.149 -> 0.153 at (512, 4, 144), the
+// 256-key form with a sub-block skipped faster, 0.141 -> 0.126, session 25 run E; above 256 in key
+// ranges, (128, 6, 576) 0.65 -> 0.42 + 0.08 for the sum of the parts, session 25 runs F-H);
+// FWA_WINDOW_BWD_Q_WG (testing, A/B timing) "0": never, "256": Npad 256 only, "128": 128 and 256,
+// "192": 128 to 256.
 bool window_bwd_q_wg_enabled(int Npad);
 // Key ranges of the query side (BwdParams::n_key_ranges) for this problem: ceil(Npad / 256) where
 // the warpgroup kernel takes Npad > 256 (head dim <= 32 on sm_90a, FWA_WINDOW_BWD_Q_WG), else 1.
