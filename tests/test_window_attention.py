@@ -565,7 +565,7 @@ def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
 def test_cuda_query_side_key_ranges_in_subprocess(budget):
     """At Npad > 256 (d <= 32, sm_90a) the query side runs the warpgroup kernel over key ranges of
     256 keys, one CTA each, whose fp32 dq parts a second kernel sums in range order; the parts take at
-    most 128 MiB, bigger problems go in launches over batches of chunks. FWA_BWD_DQ_PARTIAL_BYTES=1
+    most 256 MiB (kDqPartialBudget), bigger problems go in launches over batches of chunks. FWA_BWD_DQ_PARTIAL_BYTES=1
     forces one launch per chunk (the chunk offset and the parts' window indexing), the default one
     launch; both against float64 (the last range partly past Npad at N = 300, 400 and 577)."""
     cases = [(8, 2, 576, 32, "bfloat16", "v2", "shift", "normal"), (16, 2, 300, 32, "float16", "v2", "dead", "clustered"),
