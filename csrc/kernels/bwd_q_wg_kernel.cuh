@@ -81,12 +81,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     const int n_kr = p.n_key_ranges;
     const int kr = static_cast<int>(blockIdx.x % n_kr);
     const int64_t bid = blockIdx.x / n_kr;
-    WindowCtaWork cta = window_chunk_work(p, bid / p.num_m_blocks, static_cast<int>(bid % p.num_m_blocks));
-    if (p.chunk_offset != 0) {   // a later batch of chunks (key ranges: window_bwd_dq_batch_chunks)
-        cta.chunk_id += p.chunk_offset;
-        cta.t_begin = cta.chunk_id * p.chunk;
-        cta.t_end = min(cta.t_begin + p.chunk, p.B / p.nW);
-    }
+    // a later launch over a batch of chunks (key ranges: window_bwd_dq_batch) starts at chunk
+    // chunk_offset: (head, bm window) come before the chunk in window_chunk_work's index
+    const WindowCtaWork cta = window_chunk_work(p, bid / p.num_m_blocks + int64_t(p.chunk_offset) * p.H * p.nW,
+                                                static_cast<int>(bid % p.num_m_blocks));
     const int m_block = cta.m_block, h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
     if (t_begin >= t_end) return;   // the whole CTA
     // the launch's first window (its dq parts are indexed from it)

@@ -752,16 +752,14 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                 }
                 // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
                 // followed by the sum of its windows' parts.
-                const int per_launch = window_bwd_dq_batch_chunks(p);
-                const int64_t nB = p.B / p.nW;
-                for (int c0 = 0; c0 < p.n_chunks; c0 += per_launch) {
-                    const int cb = std::min(per_launch, p.n_chunks - c0);
+                for (int c0 = 0; c0 < p.n_chunks;) {
+                    const DqLaunchBatch batch = window_bwd_dq_batch(p, c0);
+                    const int64_t b0 = batch.b0, b1 = batch.b1;
                     BwdParams pb = p;
                     pb.chunk_offset = c0;
-                    const int64_t b0 = int64_t(p.nW) * p.chunk * c0;
-                    const int64_t b1 = int64_t(p.nW) * std::min<int64_t>(nB, int64_t(p.chunk) * (c0 + cb));
                     pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
-                    const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * cb * p.n_key_ranges;
+                    const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * batch.chunks * p.n_key_ranges;
+                    c0 += batch.chunks;
                     window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(g), L::kThreads, L::bytes(), stream>>>(pb);
                     if ((err = cudaGetLastError()) != cudaSuccess) return err;
                     constexpr int kThreads = 256;

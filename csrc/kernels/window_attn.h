@@ -137,6 +137,23 @@ inline int window_bwd_dq_batch_chunks(const FwdParams& p) {
     const int64_t n = per_chunk > 0 ? window_bwd_dq_partial_budget() / per_chunk : 1;
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, std::max(p.n_chunks, 1))));
 }
+// The query-side launch (key ranges) whose first chunk is c0: its chunks and its windows
+// [b0, b1) (the dq parts of the launch are indexed from b0).
+struct DqLaunchBatch {
+    int chunks;
+    int64_t b0, b1;
+};
+inline DqLaunchBatch window_bwd_dq_batch(const FwdParams& p, int c0) {
+    const int cb = std::min(window_bwd_dq_batch_chunks(p), p.n_chunks - c0);
+    const int64_t nB = p.B / p.nW;
+    return {cb, int64_t(p.nW) * p.chunk * c0, int64_t(p.nW) * std::min<int64_t>(nB, int64_t(p.chunk) * (c0 + cb))};
+}
+// fp32 elements of the dq-part workspace: the first (largest) launch's parts; 0 without key ranges.
+inline int64_t window_bwd_dq_partial_elems(const FwdParams& p) {
+    if (p.n_key_ranges <= 1) return 0;
+    const DqLaunchBatch first = window_bwd_dq_batch(p, 0);
+    return int64_t(p.n_key_ranges) * (first.b1 - first.b0) * p.H * p.N * p.d;
+}
 
 // The warpgroup query-side kernel addresses a window's rows with 32-bit offsets: Npad rows of q,
 // k, v and dout must span less than 2^31 elements.

@@ -235,10 +235,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
             small ? 0 : (s.N + fwa::kTileN - 1) / fwa::kTileN * rows * 2,
             (!small && s.cosine) ? rows : 0,
             (!small && s.cosine) ? rows : 0,
-            (!small && p.n_key_ranges > 1)
-                ? p.n_key_ranges * std::min<int64_t>(s.B, int64_t(p.nW) * p.chunk * fwa::window_bwd_dq_batch_chunks(p)) *
-                      s.H * s.N * s.d
-                : 0};
+            small ? 0 : fwa::window_bwd_dq_partial_elems(p)};
         int64_t offsets[7], total = 0;
         for (int i = 0; i < 7; ++i) {
             offsets[i] = total;
