@@ -217,9 +217,10 @@ def test_grid_cuda(case, seed):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("env", [{"FWA_LOCAL_WGMMA": "0"}, {"FWA_LOCAL_WGMMA": "fwd"}, {"FWA_LOCAL_WG": "2"},
-                                 {"FWA_LOCAL_WG": "3"}, {"FWA_LOCAL_FWD_KEYS": "64"}],
+                                 {"FWA_LOCAL_WG": "3"}, {"FWA_LOCAL_FWD_KEYS": "64"}, {"FWA_LOCAL_FWD_WS": "1"},
+                                 {"FWA_LOCAL_FWD_WS": "0"}],
                          ids=["mma_sync", "wgmma_fwd_only", "wgmma_fwd_2_warpgroups", "wgmma_fwd_3_warpgroups",
-                              "wgmma_fwd_64_key_steps"])
+                              "wgmma_fwd_64_key_steps", "ws_fwd_every_grid", "ws_fwd_never"])
 def test_grid_cuda_other_kernels_in_subprocess(env):
     """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 kernels at d > 32 run on
     wgmma (test_grid_cuda checks them at one warpgroup per CTA: the forward takes 3 at d = 128 only
@@ -227,7 +228,10 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     mma.sync kernels that every other GPU runs, "fwd" the wgmma forward with the mma.sync backward
     (the backward recomputes P from the forward's lse either way), FWA_LOCAL_WG=2 / 3 the wgmma
     forward with that many warpgroups per CTA sharing the streamed k / v tiles,
-    FWA_LOCAL_FWD_KEYS=64 the one-warpgroup forward at d = 64 with 64-key steps (default 128).
+    FWA_LOCAL_FWD_KEYS=64 the one-warpgroup forward at d = 64 with 64-key steps (default 128),
+    FWA_LOCAL_FWD_WS=1 the warp-specialised TMA forward at d = 64 on every grid (by default only
+    on grids that fill the GPU, so test_grid_cuda's small problems run the one-warpgroup kernel),
+    =0 never.
     The fp16 / bf16 grid at d 64 and 128 must pass through those too: a child process, since the
     switches are read once per process."""
     import os

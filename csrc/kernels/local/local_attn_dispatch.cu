@@ -64,6 +64,17 @@ int local_fwd_keys_per_step(int fallback) {
     return forced != 0 ? forced : fallback;
 }
 
+bool local_fwd_use_ws(int64_t ctas, int sms) {
+    static const int forced = [] {   // -1: not set
+        const char* e = std::getenv("FWA_LOCAL_FWD_WS");
+        if (e == nullptr || e[0] == '\0') return -1;
+        return e[0] == '0' ? 0 : 1;
+    }();
+    if (forced >= 0) return forced == 1;
+    if (local_wgmma_warpgroups(0) != 0 || local_fwd_keys_per_step(0) != 0) return false;
+    return ctas >= sms;
+}
+
 int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes) {
     // Read per call (not cached like the switches above) so that a test can compare the orders in
     // one process.

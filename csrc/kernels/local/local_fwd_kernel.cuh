@@ -37,8 +37,8 @@ struct LocalCtaTile {
 };
 // (32-bit arithmetic: the launchers cap the grid at 2^31 - 1 CTAs, so every index and product here
 // is below that; with 64-bit divisions ptxas serialised the 128-key forward's wgmmas, C7511.)
-FWA_DEVICE LocalCtaTile local_cta_tile(int group, int64_t slices, int n) {
-    const uint32_t bid = blockIdx.x, un = static_cast<uint32_t>(n);
+FWA_DEVICE LocalCtaTile local_cta_tile(int group, int64_t slices, int n, uint32_t bid = blockIdx.x) {
+    const uint32_t un = static_cast<uint32_t>(n);
     LocalCtaTile c;
     if (group > 0) {
         const uint32_t g = static_cast<uint32_t>(group), per_group = g * un;
@@ -64,8 +64,9 @@ struct LocalQueryBlock {
     int m_block, h, hk;   // hk: the kv head of query head h
     int64_t b;
 };
-FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m) {
-    const LocalCtaTile c = local_cta_tile(p.tile_group, int64_t(p.B) * p.H, n_m);
+// (bid: the CTA's index in that order; a persistent kernel passes each work item's.)
+FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m, uint32_t bid = blockIdx.x) {
+    const LocalCtaTile c = local_cta_tile(p.tile_group, int64_t(p.B) * p.H, n_m, bid);
     LocalQueryBlock q;
     q.m_block = p.tile_group > 0 && p.left >= 0 ? c.i : n_m - 1 - c.i;
     q.h = static_cast<int>(c.slice % static_cast<uint32_t>(p.H));

@@ -1,0 +1,362 @@
+// Local-attention forward on Hopper, warp-specialised (sm_90a), fp16/bf16, head dim 64: the same
+// band walk, masking, online softmax, products and outputs as local_fwd_wgmma_kernel.cuh's 128-key
+// form, with the copies moved to the bulk tensor copy engine (TMA) and decoupled from the math.
+// A work item is kCons consecutive 64-query tiles of one (b, h) slice, in the order of the other
+// kernels' CTAs (local_query_block: heaviest first where the band is causal-like); the grid is
+// persistent (one CTA per SM, taking one item per round of gridDim.x items, in snake order):
+//   - producer warpgroup (setmaxnreg down): its first warp writes each item's values (tile ranges,
+//     each row's allowed key interval: LocalFwdWsInfo below) into shared memory, and its lane 0
+//     copies the item's q tiles (double-buffered across items) and each 128-key step's k and v (one
+//     128 x 64 box each, 128-byte swizzle, rows past L zero-filled) into kStages stages, each with a
+//     "full" mbarrier (the copies' transaction bytes) and an "empty" one (every consumer thread
+//     arrives when it no longer reads the stage);
+//   - kCons consumer warpgroups (setmaxnreg up), warpgroup c on the item's tile c: wait for a stage,
+//     compute on it if the step holds keys of its band (S = q kᵀ, softmax, P v), release it; at the
+//     item's end normalise, stage its rows (128-byte swizzle) in its own q tile, store them as
+//     16-byte chunks, and release the q buffer.
+// No CTA-wide barrier: a consumer may run up to kStages - 1 steps ahead of another (the lock-step
+// multi-warpgroup CTAs of the wgmma kernel, FWA_LOCAL_WG=2|3, waited for the slowest warpgroup at
+// every step), and the producer streams the next item's q and first k / v while the consumers
+// finish the current one.
+// The steps start at the item's first key tile (the lowest of its consumers'); where that is a
+// consumer's own first tile (every consumer of a band unbounded on the left, as causal) its out and
+// lse are bitwise those of the one-warpgroup 128-key wgmma kernel (same products in the same order,
+// same softmax code); elsewhere its 128-key steps pair other tiles, and the online softmax rounds
+// differently (within the tests' tolerances against float64, like every kernel's).
+// (Measured alternatives, session 26: 2 consumers with 240 registers, or 3 stages: slower.)
+#pragma once
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
+#include "../launch_utils.h"
+#include "../tma.h"
+#include "../warp_mma.cuh"
+#include "local_attn.h"
+#include "local_fwd_kernel.cuh"   // local_query_block, local_softmax_step
+#include "local_wgmma.cuh"
+
+namespace fwa {
+
+struct LocalFwdWsParams {
+    LocalFwdParams p;
+    CUtensorMap tq, tk, tv;   // q: boxes of 64 rows; k, v: 128 rows
+};
+
+template <int kCons, int kStages> struct LocalFwdWsSmem {
+    static constexpr int kHeadDim = 64;
+    static constexpr int kQTile = kTileM * kHeadDim * 2;         // 8 KB
+    static constexpr int kKVStage = 2 * kTileN * kHeadDim * 2;   // 128 keys: 16 KB
+    static constexpr int kQOff = 0;                              // 2 buffers of kCons q tiles
+    static constexpr int kKOff = 2 * kCons * kQTile;
+    static constexpr int kVOff = kKOff + kStages * kKVStage;
+    // full[kStages], empty[kStages], q_full[2], q_empty[2]; then per q buffer its item's values
+    // (LocalFwdWsInfo)
+    static constexpr int kBarOff = kVOff + kStages * kKVStage;
+    static constexpr int kInfoOff = kBarOff + 8 * (2 * kStages + 4);
+    static constexpr int kInfoInts = 8 + 4 * kCons + 2 * kCons * kTileM;
+    static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack
+};
+
+// LocalFwdWsInfo: an item's values, written by the producer warp into shared memory (per q buffer) for the
+// consumers, which so keep no band arithmetic (64-bit) nor loop-invariant item state in registers
+// across their steps: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
+// first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN: rows
+// >= L only) and the key range [full_lo, full_hi] every one of its rows allows; then each of the
+// kCons x 64 rows' RowInterval, lo at 8 + 4 kCons + row and span kCons x 64 further.
+//
+// Registers per thread after setmaxnreg: the producer warpgroup 32, the consumers what the
+// (kCons + 1) * 128 threads' share leaves (65536 per SM, one CTA; ptxas allocates the consumer
+// branch within it).
+constexpr int kLocalFwdWsProducerRegs = 32;
+template <int kCons> constexpr int local_fwd_ws_consumer_regs() { return kCons == 2 ? 232 : 160; }
+
+// A work item: kCons consecutive 64-query tiles of one (b, h) slice, in local_query_block's order.
+struct LocalFwdWsItem {
+    int m_block, h, hk, b, sub0, kt_first, kt_last, n_steps;
+};
+template <int kCons>
+FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const LocalBand& band, int n_m, int n_sub, uint32_t item) {
+    const LocalQueryBlock qb = local_query_block(p, n_m, item);
+    LocalFwdWsItem w;
+    w.m_block = qb.m_block;
+    w.h = qb.h;
+    w.hk = qb.hk;
+    w.b = static_cast<int>(qb.b);
+    w.sub0 = qb.m_block * kCons;
+    w.kt_first = static_cast<int>(band.key_tile_first(w.sub0));
+    w.kt_last = static_cast<int>(band.key_tile_last(min(w.sub0 + kCons - 1, n_sub - 1)));
+    w.n_steps = (w.kt_last - w.kt_first + 2) / 2;   // 128-key steps over the item's key tiles
+    return w;
+}
+
+// Persistent: each CTA takes one item per round (see the producer), so the producer streams the
+// next item's q and first k / v while the consumers finish the last steps and the epilogue of the
+// current one.
+template <typename Element, int kCons, int kStages>
+__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_ws_kernel(const __grid_constant__ LocalFwdWsParams P) {
+#if FWA_HAS_WGMMA
+    constexpr int kHeadDim = 64;
+    constexpr int kKeys = 2 * kTileN;
+    constexpr int kNT = kKeys / 8;
+    constexpr int kDT = kHeadDim / 8;
+    constexpr int kKS = kHeadDim / 16;
+    constexpr int kKK = kKeys / 16;
+    using Tr = ElementTraits<Element>;
+    using Smem = LocalFwdWsSmem<kCons, kStages>;
+    const LocalFwdParams& p = P.p;
+
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ0 = base + Smem::kQOff, sK = base + Smem::kKOff, sV = base + Smem::kVOff;
+    const uint32_t bar_full = base + Smem::kBarOff, bar_empty = bar_full + 8 * kStages;
+    const uint32_t bar_qfull = bar_empty + 8 * kStages, bar_qempty = bar_qfull + 16;
+    int* const info0 = reinterpret_cast<int*>(smem_raw + (base - smem_u32(smem_raw)) + Smem::kInfoOff);
+
+    const int tid = threadIdx.x;
+    const int wg = __shfl_sync(0xffffffffu, tid / kNumThreads, 0);   // 0: producer, 1..kCons: consumers
+    const int L = p.L, d = p.d;
+    const int n_m = (L + kTileM * kCons - 1) / (kTileM * kCons);
+    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
+    const LocalBand band = p.band();
+    const int n_sub = static_cast<int>(band.num_tiles());   // 64-row query tiles
+
+    if (tid == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, kCons * kNumThreads);
+        }
+        for (int i = 0; i < 2; ++i) {
+            mbar_init(bar_qfull + 8 * i, 32);   // the producer warp
+            mbar_init(bar_qempty + 8 * i, kCons * kNumThreads);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // Producer: warp 0 writes each item's values (all lanes) and lane 0 issues every copy.
+        regs_dealloc<kLocalFwdWsProducerRegs>();
+        if (tid < 32) {
+            const int lane = tid;
+            int gstep = 0, ti = 0;
+            // Rounds of gridDim.x items, taken alternately in and against the order (a snake:
+            // items j, 2 P - 1 - j, 2 P + j, ... for CTA j of P). The items come heaviest first, so
+            // a CTA with a heavy item in one round gets a light one in the next (in plain round
+            // robin the first CTAs got the heaviest of every round: block256x16 0.077 -> 0.098 ms).
+            // A CTA whose item of a round is past the last one has no later round either.
+            const uint32_t skip_even = 2 * (gridDim.x - 1 - blockIdx.x) + 1, skip_odd = 2 * blockIdx.x + 1;
+            uint32_t item = blockIdx.x;
+            for (int round = 0;; ++round, item += (round & 1) ? skip_even : skip_odd) {
+                const bool done = item >= n_items;
+                const int qb = ti & 1;
+                if (ti >= 2) mbar_wait(bar_qempty + 8 * qb, ((ti >> 1) - 1) & 1);   // item ti - 2's epilogue done
+                int* const info = info0 + Smem::kInfoInts * qb;
+                if (done) {   // no more items
+                    if (lane == 0) info[1] = -1;
+                    mbar_arrive(bar_qfull + 8 * qb);
+                    break;
+                }
+                const LocalFwdWsItem w = local_fwd_ws_item<kCons>(p, band, n_m, n_sub, item);
+                if (lane == 0) {
+                    info[0] = w.kt_first;
+                    info[1] = w.n_steps;
+                    info[2] = w.h;
+                    info[3] = w.b;
+                    info[4] = w.sub0;
+                }
+                if (lane < kCons) {
+                    const int sub = w.sub0 + lane;
+                    const bool rows = sub < n_sub;
+                    info[8 + 4 * lane] = rows ? static_cast<int>(band.key_tile_first(sub)) : INT_MAX;
+                    info[9 + 4 * lane] = rows ? static_cast<int>(band.key_tile_last(sub)) : INT_MIN;
+                    info[10 + 4 * lane] = static_cast<int>(band.key_lo(band.tile_last_row(sub)));
+                    info[11 + 4 * lane] = static_cast<int>(band.key_hi(int64_t(sub) * kTileM));
+                }
+                for (int r = lane; r < kCons * kTileM; r += 32) {
+                    const int row = w.sub0 * kTileM + r;
+                    RowInterval iv;
+                    iv.set(band.key_lo(row), band.key_hi(row), L);
+                    info[8 + 4 * kCons + r] = iv.lo;
+                    info[8 + 4 * kCons + kCons * kTileM + r] = static_cast<int>(iv.span);
+                }
+                if (lane == 0) {   // (each lane's arrival releases its writes above)
+                    mbar_arrive_expect_tx(bar_qfull + 8 * qb, kCons * Smem::kQTile);
+                    for (int c = 0; c < kCons; ++c)
+                        tma_load_4d(sQ0 + (qb * kCons + c) * Smem::kQTile, &P.tq, 0, (w.sub0 + c) * kTileM, w.h, w.b, bar_qfull + 8 * qb);
+                } else {
+                    mbar_arrive(bar_qfull + 8 * qb);
+                }
+                if (lane == 0) {
+                    for (int it = 0; it < w.n_steps; ++it, ++gstep) {
+                        const int s = gstep % kStages, round = gstep / kStages;
+                        if (round > 0) mbar_wait(bar_empty + 8 * s, (round - 1) & 1);
+                        const uint32_t full = bar_full + 8 * s;
+                        mbar_arrive_expect_tx(full, 2 * Smem::kKVStage);
+                        const int key0 = (w.kt_first + 2 * it) * kTileN;
+                        tma_load_4d(sK + s * Smem::kKVStage, &P.tk, 0, key0, w.hk, w.b, full);
+                        tma_load_4d(sV + s * Smem::kKVStage, &P.tv, 0, key0, w.hk, w.b, full);
+                    }
+                }
+                __syncwarp();
+                ++ti;
+            }
+        }
+        return;
+    }
+
+    // Consumer warpgroup c: query tile sub0 + c of each item.
+    regs_alloc<local_fwd_ws_consumer_regs<kCons>()>();
+    const int c = wg - 1, wtid = tid - wg * kNumThreads;
+    const int warp = wtid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
+    // The item's values come from the producer through shared memory (read again where needed, so
+    // that they hold no registers across the steps).
+    int gstep = 0;
+    for (int ti = 0;; ++ti) {
+        const int qb = ti & 1;
+        const volatile int* const info = info0 + Smem::kInfoInts * qb;
+        mbar_wait(bar_qfull + 8 * qb, (ti >> 1) & 1);
+        const int n_steps = info[1];
+        if (n_steps < 0) break;
+        const int kt_first = info[0];
+        const int my_first = info[8 + 4 * c], my_last = info[9 + 4 * c];
+        const int full_lo = info[10 + 4 * c], full_hi = info[11 + 4 * c];
+        const uint32_t sQ = sQ0 + (qb * kCons + c) * Smem::kQTile;
+        RowInterval iv[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lrow = c * kTileM + warp * 16 + g + 8 * r;
+            iv[r].lo = info[8 + 4 * kCons + lrow];
+            iv[r].span = static_cast<unsigned>(info[8 + 4 * kCons + kCons * kTileM + lrow]);
+        }
+        float o_acc[kDT][4];
+        zero_acc(o_acc);
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+        float s[kNT][4];
+        uint32_t pa[kKK][4];
+
+        for (int it = 0; it < n_steps; ++it, ++gstep) {
+            const int st = gstep % kStages;
+            const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
+            mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
+            const int kt = kt_first + 2 * it;
+            // The step's products (see local_fwd_wgmma_kernel.cuh); a half step when its second
+            // tile lies past this warpgroup's band.
+            auto step = [&](auto half_step) {
+                constexpr bool kHalf = decltype(half_step)::value;
+                wgmma_fence();
+                if constexpr (kHalf) {
+                    float(&s_lo)[kTileN / 8][4] = *reinterpret_cast<float(*)[kTileN / 8][4]>(&s[0][0]);
+#pragma unroll
+                    for (int ks = 0; ks < kKS; ++ks) wgmma_s<Element, kTileN>(s_lo, qk_desc(sQ, ks), qk_desc(kst, ks), ks > 0);
+                } else {
+#pragma unroll
+                    for (int ks = 0; ks < kKS; ++ks) wgmma_s<Element, kKeys>(s, qk_desc(sQ, ks), qk_desc(kst, ks), ks > 0);
+                }
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(s);
+                if constexpr (kHalf) {
+#pragma unroll
+                    for (int nt = kTileN / 8; nt < kNT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+                }
+                float corr[2];
+                const int key0 = kt * kTileN;
+                const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
+                if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+                else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+#pragma unroll
+                for (int kk = 0; kk < kKK; ++kk) {
+                    pa[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
+                    pa[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
+                    pa[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                    pa[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                }
+                wgmma_fence();
+                constexpr int kSteps = kHalf ? kTileN / 16 : kKK;
+#pragma unroll
+                for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vst, kk), 1);
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(o_acc);
+            };
+            if (my_first <= kt + 1 && kt <= my_last) {   // warpgroup-uniform
+                if (kt + 1 > my_last) step(std::true_type{});
+                else step(std::false_type{});
+            }
+            mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
+        }
+
+        // Epilogue: normalise, stage the warpgroup's rows in its own q tile (128-byte swizzle: chunk
+        // j of row r at j ^ (r % 8); its products are done), store 16-byte chunks, release the tile.
+        const int h = info[2], b = info[3];
+        const int row0 = (info[4] + c) * kTileM;
+        Element* out = static_cast<Element*>(p.out.ptr) + int64_t(b) * p.out.batch_stride + int64_t(h) * p.out.head_stride;
+        unsigned char* tile = smem_raw + (sQ - smem_u32(smem_raw));
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lrow = warp * 16 + g + 8 * r;
+            const int row = row0 + lrow;
+            const float l = quad_sum(row_sum[r]);
+            const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
+            if (row < L && t4 == 0)
+                p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+#pragma unroll
+            for (int i = 0; i < kDT; ++i)
+                *reinterpret_cast<uint32_t*>(tile + lrow * 128 + ((i ^ (lrow & 7)) << 4) + 4 * t4) =
+                    Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+        }
+        named_barrier_sync(1 + c, kNumThreads);
+#pragma unroll
+        for (int i = 0; i < kTileM * kDT / kNumThreads; ++i) {
+            const int ci = wtid + i * kNumThreads;
+            const int lrow = ci / kDT, j = ci % kDT;
+            const int row = row0 + lrow;
+            if (row < L && j * 8 < d)
+                *reinterpret_cast<uint4*>(out + int64_t(row) * p.out.row_stride + j * 8) =
+                    *reinterpret_cast<const uint4*>(tile + lrow * 128 + ((j ^ (lrow & 7)) << 4));
+        }
+        fence_proxy_async_smem();   // this thread's tile accesses, before the copy engine refills it
+        mbar_arrive(bar_qempty + 8 * qb);
+    }
+#else
+    __trap();   // launched only where the sm_90a code exists (local_wgmma_enabled)
+#endif
+}
+
+// Launch the warp-specialised forward (d = 64 bucket). Returns cudaErrorNotSupported, launching
+// nothing, where a tensor map cannot be made (the caller then runs the wgmma kernel).
+template <typename Element, int kCons, int kStages = 2>
+cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
+    const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
+    const int64_t grid = n_m * p.H * p.B;
+    if (grid == 0) return cudaSuccess;
+    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    LocalFwdWsParams wp;
+    wp.p = p;
+    constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
+    if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
+        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, 2 * kTileN) ||
+        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, 2 * kTileN))
+        return cudaErrorNotSupported;
+    constexpr size_t smem = LocalFwdWsSmem<kCons, kStages>::kBytes;
+    int ctas = 0;
+    cudaError_t err = prepare_kernel<local_attn_fwd_ws_kernel<Element, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
+    if (err != cudaSuccess) return err;
+    // Persistent: one wave (FWA_LOCAL_FWD_WS_GRID=all: a CTA per item, A/B timing)
+    static const bool all = [] {
+        const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
+        return e != nullptr && std::string(e) == "all";
+    }();
+    const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
+    const unsigned blocks = static_cast<unsigned>(all || grid < resident ? grid : resident);
+    local_attn_fwd_ws_kernel<Element, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa
