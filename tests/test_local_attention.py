@@ -229,7 +229,7 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     (the backward recomputes P from the forward's lse either way), FWA_LOCAL_WG=2 / 3 the wgmma
     forward with that many warpgroups per CTA sharing the streamed k / v tiles,
     FWA_LOCAL_FWD_KEYS=64 the one-warpgroup forward at d = 64 with 64-key steps (default 128),
-    FWA_LOCAL_FWD_WS=1 the warp-specialised TMA forward at d = 64 on every grid (by default only
+    FWA_LOCAL_FWD_WS=1 the warp-specialised TMA forward (d > 32) on every grid (by default only
     on grids that fill the GPU, so test_grid_cuda's small problems run the one-warpgroup kernel),
     =0 never.
     The fp16 / bf16 grid at d 64 and 128 must pass through those too: a child process, since the

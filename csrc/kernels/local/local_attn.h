@@ -83,13 +83,15 @@ int local_wgmma_warpgroups(int fallback);
 // `fallback`.
 int local_fwd_keys_per_step(int fallback);
 constexpr int kLocalFwdKeysD64 = 128;
-// The warp-specialised TMA forward at d = 64 (local_fwd_ws_kernel.cuh: a producer warpgroup and
-// kLocalFwdWsConsumers consumer warpgroups on consecutive 64-query tiles, one CTA per SM), measured
-// on the H100 (session 26, bf16 kernel time): causal B8 H16 L2048 0.244 -> 0.219 ms, block256x16
-// B1 H12 L4096 0.091 -> 0.075 against the one-warpgroup 128-key wgmma kernel (2 consumers: 0.249 /
-// 0.089; 3 stages of k / v instead of 2: 0.225 / 0.077). Used where its grid (`ctas` CTAs of
-// kLocalFwdWsConsumers tiles) fills the `sms` SMs at least once, unless FWA_LOCAL_WG or
-// FWA_LOCAL_FWD_KEYS picks another forward; FWA_LOCAL_FWD_WS=0 never, =1 on every grid (tests).
+// The warp-specialised TMA forward (local_fwd_ws_kernel.cuh: a producer warpgroup and
+// kLocalFwdWsConsumers consumer warpgroups on consecutive 64-query tiles, one persistent CTA per
+// SM), head-dim buckets 64 and 128; measured on the H100 (session 26, bf16 kernel time) against the
+// wgmma kernel: causal B8 H16 L2048 d64 0.244 -> 0.215 ms, block256x16 B1 H12 L4096 d64 0.091 ->
+// 0.076, win(1024,0) B2 H16 L16384 d128 0.826 -> 0.623, win(4096,0) B1 H32/8 L32768 d128 5.30 ->
+// 4.13. Used where its grid (`ctas` items of kLocalFwdWsConsumers tiles) fills the `sms` SMs at
+// least once (smaller grids keep more, smaller CTAs: win(256,256) B1 H4 L4096 has 88 items), unless
+// FWA_LOCAL_WG or FWA_LOCAL_FWD_KEYS picks another forward; FWA_LOCAL_FWD_WS=0 never, =1 on every
+// grid (tests).
 constexpr int kLocalFwdWsConsumers = 3;
 bool local_fwd_use_ws(int64_t ctas, int sms);
 // The default warpgroups per CTA (H100, session 10): 3 at d = 128 (168 registers and 80 KB of

@@ -281,15 +281,17 @@ template <typename Element, int kHeadDim>
 cudaError_t launch_local_fwd_wgmma(const LocalFwdParams& p, cudaStream_t stream) {
     int wg = local_wgmma_warpgroups(0);
     if (wg == 0) wg = local_fwd_default_warpgroups(kHeadDim, p.L, int64_t(p.B) * p.H, num_sms());
-    if constexpr (kHeadDim == 64) {
+    {
         // The warp-specialised TMA kernel (local_fwd_ws_kernel.cuh) where local_fwd_use_ws picks
         // it and the tensor maps can be made (else cudaErrorNotSupported: the kernels below).
         constexpr int kCons = kLocalFwdWsConsumers;
         const int64_t ws_ctas = (int64_t(p.L) + kCons * kTileM - 1) / (kCons * kTileM) * p.B * p.H;
         if (local_fwd_use_ws(ws_ctas, num_sms())) {
-            const cudaError_t err = launch_local_fwd_ws<Element, kCons>(p, stream);
+            const cudaError_t err = launch_local_fwd_ws<Element, kHeadDim, kCons>(p, stream);
             if (err != cudaErrorNotSupported) return err;
         }
+    }
+    if constexpr (kHeadDim == 64) {
         if (wg == 1 && local_fwd_keys_per_step(kLocalFwdKeysD64) == 128)
             return launch_local_fwd_wgmma_wg<Element, kHeadDim, 1, 128>(p, stream);
     }

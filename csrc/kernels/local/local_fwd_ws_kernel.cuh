@@ -1,13 +1,15 @@
-// Local-attention forward on Hopper, warp-specialised (sm_90a), fp16/bf16, head dim 64: the same
-// band walk, masking, online softmax, products and outputs as local_fwd_wgmma_kernel.cuh's 128-key
-// form, with the copies moved to the bulk tensor copy engine (TMA) and decoupled from the math.
+// Local-attention forward on Hopper, warp-specialised (sm_90a), fp16/bf16, head-dim buckets 64 and
+// 128: the same band walk, masking, online softmax, products and outputs as
+// local_fwd_wgmma_kernel.cuh (its 128-key steps at d = 64, its 64-key steps at d = 128), with the
+// copies moved to the bulk tensor copy engine (TMA) and decoupled from the math.
 // A work item is kCons consecutive 64-query tiles of one (b, h) slice, in the order of the other
 // kernels' CTAs (local_query_block: heaviest first where the band is causal-like); the grid is
 // persistent (one CTA per SM, taking one item per round of gridDim.x items, in snake order):
 //   - producer warpgroup (setmaxnreg down): its first warp writes each item's values (tile ranges,
 //     each row's allowed key interval: LocalFwdWsInfo below) into shared memory, and its lane 0
-//     copies the item's q tiles (double-buffered across items) and each 128-key step's k and v (one
-//     128 x 64 box each, 128-byte swizzle, rows past L zero-filled) into kStages stages, each with a
+//     copies the item's q tiles (double-buffered across items) and each step's k and v (boxes of
+//     64 columns, one per 64-column panel, 128-byte swizzle, rows past L and columns past d
+//     zero-filled) into kStages stages, each with a
 //     "full" mbarrier (the copies' transaction bytes) and an "empty" one (every consumer thread
 //     arrives when it no longer reads the stage);
 //   - kCons consumer warpgroups (setmaxnreg up), warpgroup c on the item's tile c: wait for a stage,
@@ -18,12 +20,16 @@
 // multi-warpgroup CTAs of the wgmma kernel, FWA_LOCAL_WG=2|3, waited for the slowest warpgroup at
 // every step), and the producer streams the next item's q and first k / v while the consumers
 // finish the current one.
-// The steps start at the item's first key tile (the lowest of its consumers'); where that is a
-// consumer's own first tile (every consumer of a band unbounded on the left, as causal) its out and
-// lse are bitwise those of the one-warpgroup 128-key wgmma kernel (same products in the same order,
-// same softmax code); elsewhere its 128-key steps pair other tiles, and the online softmax rounds
-// differently (within the tests' tolerances against float64, like every kernel's).
-// (Measured alternatives, session 26: 2 consumers with 240 registers, or 3 stages: slower.)
+// Outputs: at d = 128 (64-key steps) bitwise those of the wgmma kernel (same products in the same
+// order, same softmax code). At d = 64 the 128-key steps start at the item's first key tile (the
+// lowest of its consumers'); where that is a consumer's own first tile (every consumer of a band
+// unbounded on the left, as causal) bitwise the one-warpgroup 128-key kernel's too; elsewhere its
+// steps pair other tiles, and the online softmax rounds differently (within the tests' tolerances
+// against float64, like every kernel's).
+// Measured on the H100 (session 26, bf16 kernel time, against the wgmma kernel): causal B8 H16
+// L2048 d64 0.242-0.246 -> 0.214-0.215 ms, block256x16 B1 H12 L4096 d64 0.090-0.092 -> 0.076,
+// win(1024,0) B2 H16 L16384 d128 0.824-0.828 -> 0.622-0.623, win(4096,0) B1 H32/8 L32768 d128
+// 5.29-5.31 -> 4.12-4.14. Dropped: 2 consumers with 240 registers, 3 stages (slower at d = 64).
 #pragma once
 #include <climits>
 #include <cstdlib>
@@ -41,13 +47,17 @@ namespace fwa {
 
 struct LocalFwdWsParams {
     LocalFwdParams p;
-    CUtensorMap tq, tk, tv;   // q: boxes of 64 rows; k, v: 128 rows
+    CUtensorMap tq, tk, tv;   // boxes of 64 columns; q: 64 rows, k / v: a step's keys
 };
 
-template <int kCons, int kStages> struct LocalFwdWsSmem {
-    static constexpr int kHeadDim = 64;
-    static constexpr int kQTile = kTileM * kHeadDim * 2;         // 8 KB
-    static constexpr int kKVStage = 2 * kTileN * kHeadDim * 2;   // 128 keys: 16 KB
+// Keys per step: 128 at d = 64 (two adjacent 64-key tiles, as the one-warpgroup kernel's 128-key
+// form), 64 at d = 128.
+template <int kHeadDim> constexpr int local_fwd_ws_keys() { return kHeadDim == 64 ? 2 * kTileN : kTileN; }
+
+template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
+    // 128-byte-swizzled tiles (local_wgmma.cuh): 64-column panels of rows x 128 bytes
+    static constexpr int kQTile = kTileM * kHeadDim * 2;                                // 8 / 16 KB
+    static constexpr int kKVStage = local_fwd_ws_keys<kHeadDim>() * kHeadDim * 2;       // 16 KB
     static constexpr int kQOff = 0;                              // 2 buffers of kCons q tiles
     static constexpr int kKOff = 2 * kCons * kQTile;
     static constexpr int kVOff = kKOff + kStages * kKVStage;
@@ -76,7 +86,7 @@ template <int kCons> constexpr int local_fwd_ws_consumer_regs() { return kCons =
 struct LocalFwdWsItem {
     int m_block, h, hk, b, sub0, kt_first, kt_last, n_steps;
 };
-template <int kCons>
+template <int kCons, int kT>
 FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const LocalBand& band, int n_m, int n_sub, uint32_t item) {
     const LocalQueryBlock qb = local_query_block(p, n_m, item);
     LocalFwdWsItem w;
@@ -87,24 +97,26 @@ FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const Local
     w.sub0 = qb.m_block * kCons;
     w.kt_first = static_cast<int>(band.key_tile_first(w.sub0));
     w.kt_last = static_cast<int>(band.key_tile_last(min(w.sub0 + kCons - 1, n_sub - 1)));
-    w.n_steps = (w.kt_last - w.kt_first + 2) / 2;   // 128-key steps over the item's key tiles
+    w.n_steps = (w.kt_last - w.kt_first + kT) / kT;   // steps of kT key tiles over the item's
     return w;
 }
 
 // Persistent: each CTA takes one item per round (see the producer), so the producer streams the
 // next item's q and first k / v while the consumers finish the last steps and the epilogue of the
 // current one.
-template <typename Element, int kCons, int kStages>
+template <typename Element, int kHeadDim, int kCons, int kStages>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_ws_kernel(const __grid_constant__ LocalFwdWsParams P) {
 #if FWA_HAS_WGMMA
-    constexpr int kHeadDim = 64;
-    constexpr int kKeys = 2 * kTileN;
+    static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
+    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
+    constexpr int kT = kKeys / kTileN;   // 64-key tiles per step
+    constexpr int kPanels = kHeadDim / 64;
     constexpr int kNT = kKeys / 8;
     constexpr int kDT = kHeadDim / 8;
     constexpr int kKS = kHeadDim / 16;
     constexpr int kKK = kKeys / 16;
     using Tr = ElementTraits<Element>;
-    using Smem = LocalFwdWsSmem<kCons, kStages>;
+    using Smem = LocalFwdWsSmem<kHeadDim, kCons, kStages>;
     const LocalFwdParams& p = P.p;
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -158,7 +170,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     mbar_arrive(bar_qfull + 8 * qb);
                     break;
                 }
-                const LocalFwdWsItem w = local_fwd_ws_item<kCons>(p, band, n_m, n_sub, item);
+                const LocalFwdWsItem w = local_fwd_ws_item<kCons, kT>(p, band, n_m, n_sub, item);
                 if (lane == 0) {
                     info[0] = w.kt_first;
                     info[1] = w.n_steps;
@@ -184,7 +196,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 if (lane == 0) {   // (each lane's arrival releases its writes above)
                     mbar_arrive_expect_tx(bar_qfull + 8 * qb, kCons * Smem::kQTile);
                     for (int c = 0; c < kCons; ++c)
-                        tma_load_4d(sQ0 + (qb * kCons + c) * Smem::kQTile, &P.tq, 0, (w.sub0 + c) * kTileM, w.h, w.b, bar_qfull + 8 * qb);
+#pragma unroll
+                        for (int pn = 0; pn < kPanels; ++pn)
+                            tma_load_4d(sQ0 + (qb * kCons + c) * Smem::kQTile + pn * kTileM * 128, &P.tq, 64 * pn,
+                                        (w.sub0 + c) * kTileM, w.h, w.b, bar_qfull + 8 * qb);
                 } else {
                     mbar_arrive(bar_qfull + 8 * qb);
                 }
@@ -194,9 +209,12 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                         if (round > 0) mbar_wait(bar_empty + 8 * s, (round - 1) & 1);
                         const uint32_t full = bar_full + 8 * s;
                         mbar_arrive_expect_tx(full, 2 * Smem::kKVStage);
-                        const int key0 = (w.kt_first + 2 * it) * kTileN;
-                        tma_load_4d(sK + s * Smem::kKVStage, &P.tk, 0, key0, w.hk, w.b, full);
-                        tma_load_4d(sV + s * Smem::kKVStage, &P.tv, 0, key0, w.hk, w.b, full);
+                        const int key0 = (w.kt_first + kT * it) * kTileN;
+#pragma unroll
+                        for (int pn = 0; pn < kPanels; ++pn) {
+                            tma_load_4d(sK + s * Smem::kKVStage + pn * kKeys * 128, &P.tk, 64 * pn, key0, w.hk, w.b, full);
+                            tma_load_4d(sV + s * Smem::kKVStage + pn * kKeys * 128, &P.tv, 64 * pn, key0, w.hk, w.b, full);
+                        }
                     }
                 }
                 __syncwarp();
@@ -242,7 +260,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             const int st = gstep % kStages;
             const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
             mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
-            const int kt = kt_first + 2 * it;
+            const int kt = kt_first + kT * it;
             // The step's products (see local_fwd_wgmma_kernel.cuh); a half step when its second
             // tile lies past this warpgroup's band.
             auto step = [&](auto half_step) {
@@ -285,8 +303,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 wgmma_wait<0>();
                 wgmma_fence_operand(o_acc);
             };
-            if (my_first <= kt + 1 && kt <= my_last) {   // warpgroup-uniform
-                if (kt + 1 > my_last) step(std::true_type{});
+            if (my_first <= kt + kT - 1 && kt <= my_last) {   // warpgroup-uniform
+                if (kT == 2 && kt + 1 > my_last) step(std::integral_constant<bool, kT == 2>{});
                 else step(std::false_type{});
             }
             mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
@@ -308,7 +326,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
 #pragma unroll
             for (int i = 0; i < kDT; ++i)
-                *reinterpret_cast<uint32_t*>(tile + lrow * 128 + ((i ^ (lrow & 7)) << 4) + 4 * t4) =
+                *reinterpret_cast<uint32_t*>(tile + (i / 8) * (kTileM * 128) + lrow * 128 + (((i % 8) ^ (lrow & 7)) << 4) + 4 * t4) =
                     Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
         }
         named_barrier_sync(1 + c, kNumThreads);
@@ -319,7 +337,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             const int row = row0 + lrow;
             if (row < L && j * 8 < d)
                 *reinterpret_cast<uint4*>(out + int64_t(row) * p.out.row_stride + j * 8) =
-                    *reinterpret_cast<const uint4*>(tile + lrow * 128 + ((j ^ (lrow & 7)) << 4));
+                    *reinterpret_cast<const uint4*>(tile + (j / 8) * (kTileM * 128) + lrow * 128 + (((j % 8) ^ (lrow & 7)) << 4));
         }
         fence_proxy_async_smem();   // this thread's tile accesses, before the copy engine refills it
         mbar_arrive(bar_qempty + 8 * qb);
@@ -331,7 +349,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
 
 // Launch the warp-specialised forward (d = 64 bucket). Returns cudaErrorNotSupported, launching
 // nothing, where a tensor map cannot be made (the caller then runs the wgmma kernel).
-template <typename Element, int kCons, int kStages = 2>
+template <typename Element, int kHeadDim, int kCons, int kStages = 2>
 cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
@@ -340,13 +358,14 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     LocalFwdWsParams wp;
     wp.p = p;
     constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
+    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
     if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
-        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, 2 * kTileN) ||
-        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, 2 * kTileN))
+        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kKeys) ||
+        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kKeys))
         return cudaErrorNotSupported;
-    constexpr size_t smem = LocalFwdWsSmem<kCons, kStages>::kBytes;
+    constexpr size_t smem = LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes;
     int ctas = 0;
-    cudaError_t err = prepare_kernel<local_attn_fwd_ws_kernel<Element, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
+    cudaError_t err = prepare_kernel<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
     if (err != cudaSuccess) return err;
     // Persistent: one wave (FWA_LOCAL_FWD_WS_GRID=all: a CTA per item, A/B timing)
     static const bool all = [] {
@@ -355,7 +374,7 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     }();
     const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
     const unsigned blocks = static_cast<unsigned>(all || grid < resident ? grid : resident);
-    local_attn_fwd_ws_kernel<Element, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
+    local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
     return cudaGetLastError();
 }
 
