@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 }
                 if (lane == 0) {
                     for (int it = 0; it < w.n_steps; ++it, ++gstep) {
-                        const int s = gstep % kStages, round = gstep / kStages;
-                        if (round > 0) mbar_wait(bar_empty + 8 * s, (round - 1) & 1);
+                        const int s = gstep % kStages, use = gstep / kStages;   // the stage's use-th fill
+                        if (use > 0) mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
                         const uint32_t full = bar_full + 8 * s;
                         mbar_arrive_expect_tx(full, 2 * Smem::kKVStage);
                         const int key0 = (w.kt_first + kT * it) * kTileN;
