@@ -79,10 +79,7 @@ template <int kHeadDim, bool kDropout> constexpr bool fwd_wide_used(int Npad, in
 // registers at d = 32, 64, 128).
 template <int kHeadDim> constexpr int fwd_max_groups() { return fwd_min_blocks<kHeadDim>(); }
 
-// Barrier of one group's 128 threads (named barrier 1 + group; 0 is __syncthreads).
-FWA_DEVICE void group_sync(int group) {
-    asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kNumThreads) : "memory");
-}
+static_assert(kNumThreads == 128, "a group is one warpgroup (group_sync)");
 
 // kGrouped: the CTA is p.groups groups (the strip placement only); otherwise one group, compiled as
 // its own kernel (at d = 64 the grouped form's extra registers spilled under the same cap and ran

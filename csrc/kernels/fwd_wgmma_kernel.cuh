@@ -94,9 +94,7 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
-FWA_DEVICE void fwd_wg_sync(int group) {
-    asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "n"(kFwdWgThreads) : "memory");
-}
+static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
 
 template <typename Element, int kKeys>
 __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
@@ -255,7 +253,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             fence_proxy_async_smem();
             // every warp's copies are visible, and every warp is done with window ti - 1 (the
             // other stage): the next window's copies may go there
-            fwd_wg_sync(group);
+            group_sync(group);
             if (ti + 1 < n_win) {
                 issue_qk(window_of(ti + 1), st ^ 1);
                 issue_v(window_of(ti + 1), st ^ 1);
@@ -264,7 +262,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         } else {
             cp_async_wait<1>();   // this window's q and k landed (its v may be in flight)
             fence_proxy_async_smem();
-            fwd_wg_sync(group);
+            group_sync(group);
         }
 
         // The row factors (log2(e) folded in) and, for V2, the key inverse norms, from the
@@ -338,7 +336,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                     store_kinv(dk3, 3);
                 }
             }
-            fwd_wg_sync(group);   // every key's inverse norm is in shared memory
+            group_sync(group);   // every key's inverse norm is in shared memory
         } else {
             row_factor[0] = row_factor[1] = alpha * kLog2e;
         }
@@ -370,7 +368,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             wgmma_fence_operand(o);
             if (kt == kTiles - 1) {
                 if constexpr (!kDouble) {
-                    fwd_wg_sync(group);   // every warp's last S is done: q and k may be overwritten
+                    group_sync(group);   // every warp's last S is done: q and k may be overwritten
                     if (ti + 1 < n_win) issue_qk(window_of(ti + 1), 0);
                     cp_async_commit();
                 }
@@ -431,7 +429,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 static_assert(kDouble || kTiles >= 2, "the copy groups assume the next q, k follow the first P v");
                 cp_async_wait<0>();
                 fence_proxy_async_smem();
-                fwd_wg_sync(group);
+                group_sync(group);
             }
             wgmma_fence();
 #pragma unroll
@@ -441,7 +439,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         wgmma_wait<0>();   // the last P v
         wgmma_fence_operand(o);
         if constexpr (!kDouble) {
-            fwd_wg_sync(group);   // every warp's P v is done: v may be overwritten
+            group_sync(group);   // every warp's P v is done: v may be overwritten
             if (ti + 1 < n_win) issue_v(window_of(ti + 1), 0);
             cp_async_commit();
         }

@@ -55,6 +55,11 @@ FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes));
 }
+// Barrier of warpgroup `group`'s 128 threads (named barrier 1 + group; 0 is __syncthreads): the
+// groups of 4 warps of the window forwards, the consumer warpgroups of the warp-specialised
+// sliding-window forward.
+FWA_DEVICE void group_sync(int group) { asm volatile("bar.sync %0, 128;" ::"r"(group + 1) : "memory"); }
+
 FWA_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> FWA_DEVICE void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));

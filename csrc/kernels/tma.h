@@ -1,6 +1,6 @@
 // Hopper bulk tensor copies (TMA, sm_90) and shared-memory mbarriers: the host-side tensor map of a
 // 4-D (B, H, L, d) tensor of 16-bit elements with the 128-byte swizzle, and the device-side copy,
-// barrier and register-reallocation instructions of the warp-specialised kernels. Torch-free.
+// mbarrier, copy and register-reallocation instructions of the warp-specialised kernels. Torch-free.
 #pragma once
 #include <cstdint>
 #include <cuda.h>
@@ -57,10 +57,6 @@ FWA_DEVICE void tma_load_4d(uint32_t dst, const CUtensorMap* map, int col, int r
 }
 template <int kRegs> FWA_DEVICE void regs_dealloc() { FWA_TMA_ASM("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs)); }
 template <int kRegs> FWA_DEVICE void regs_alloc() { FWA_TMA_ASM("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs)); }
-// Barrier `id` (1..15; 0 is __syncthreads) over `threads` threads (a multiple of 32).
-FWA_DEVICE void named_barrier_sync(int id, int threads) {
-    FWA_TMA_ASM("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 #undef FWA_TMA_ASM
 
 }  // namespace fwa

@@ -148,15 +148,6 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
         else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
     };
-    auto pack_p = [&]() {
-#pragma unroll
-        for (int kk = 0; kk < kKK; ++kk) {
-            pa[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
-            pa[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
-            pa[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            pa[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        }
-    };
     auto issue_s = [&](int it) {
 #pragma unroll
         for (int ks = 0; ks < kKS; ++ks)
@@ -215,7 +206,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
             softmax_tile(it, corr);
 #pragma unroll
             for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
-            pack_p();
+            pack_p16<Element>(s, pa);
             wgmma_fence();
             if constexpr (kHalfStep) issue_pv_half(it);
             else issue_pv(it);

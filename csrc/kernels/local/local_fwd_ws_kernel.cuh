@@ -288,13 +288,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
 #pragma unroll
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
-#pragma unroll
-                for (int kk = 0; kk < kKK; ++kk) {
-                    pa[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
-                    pa[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
-                    pa[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                    pa[kk][3] = Tr::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-                }
+                pack_p16<Element>(s, pa);
                 wgmma_fence();
                 constexpr int kSteps = kHalf ? kTileN / 16 : kKK;
 #pragma unroll
@@ -329,7 +323,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 *reinterpret_cast<uint32_t*>(tile + (i / 8) * (kTileM * 128) + lrow * 128 + (((i % 8) ^ (lrow & 7)) << 4) + 4 * t4) =
                     Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
         }
-        named_barrier_sync(1 + c, kNumThreads);
+        group_sync(c);
 #pragma unroll
         for (int i = 0; i < kTileM * kDT / kNumThreads; ++i) {
             const int ci = wtid + i * kNumThreads;

@@ -66,12 +66,13 @@ FWA_DEVICE void wg_abt_issue(float (&acc)[kTileN / 8][4], uint32_t tA, uint32_t 
 #pragma unroll
     for (int ks = 0; ks < kHeadDim / 16; ++ks) wgmma_s64<Element>(acc, qk_desc(tA, ks), qk_desc(tB, ks), ks > 0);
 }
-// P (64 x 64 fp32 C fragments) rounded to Element as the register A operands of 4 k16 steps.
-template <typename Element>
-FWA_DEVICE void pack_p16(const float (&p)[kTileN / 8][4], uint32_t (&a)[kTileN / 16][4]) {
+// P (64 x 8 kNT fp32 C fragments) rounded to Element as the register A operands of kNT / 2 k16
+// steps.
+template <typename Element, int kNT>
+FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
     using Tr = ElementTraits<Element>;
 #pragma unroll
-    for (int kk = 0; kk < kTileN / 16; ++kk) {
+    for (int kk = 0; kk < kNT / 2; ++kk) {
         a[kk][0] = Tr::pack(p[2 * kk][0], p[2 * kk][1]);
         a[kk][1] = Tr::pack(p[2 * kk][2], p[2 * kk][3]);
         a[kk][2] = Tr::pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
