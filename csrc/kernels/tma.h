@@ -1,6 +1,6 @@
 // Hopper bulk tensor copies (TMA, sm_90) and shared-memory mbarriers: the host-side tensor map of a
 // 4-D (B, H, L, d) tensor of 16-bit elements with the 128-byte swizzle, and the device-side copy,
-// mbarrier, copy and register-reallocation instructions of the warp-specialised kernels. Torch-free.
+// mbarrier and register-reallocation instructions of the warp-specialised kernels. Torch-free.
 #pragma once
 #include <cstdint>
 #include <cuda.h>
