@@ -94,6 +94,13 @@ constexpr int kLocalFwdKeysD64 = 128;
 // grid (tests).
 constexpr int kLocalFwdWsConsumers = 3;
 bool local_fwd_use_ws(int64_t ctas, int sms);
+// The warp-specialised TMA query side of the backward (local_bwd_q_ws_kernel.cuh: a producer
+// warpgroup and kLocalBwdQWsConsumers consumer warpgroups on consecutive 64-query tiles, one
+// persistent CTA per SM), head-dim buckets 64 and 128 on the wgmma backward path. Used where its
+// grid (`items` items) fills the `sms` SMs at least once; FWA_LOCAL_BWD_Q_WS=0 never, =1 on every
+// grid (tests, A/B timing).
+constexpr int kLocalBwdQWsConsumers = 3;
+bool local_bwd_q_use_ws(int64_t items, int sms);
 // The default warpgroups per CTA (H100, session 10): 3 at d = 128 (168 registers and 80 KB of
 // shared memory per warpgroup: 3 per SM instead of 2 one-warpgroup CTAs; bf16 win(1024, 0)
 // 0.908 -> 0.853-0.862 ms, win(4096, 0) 6.17-6.23 -> 5.54-5.62 ms) when the grid still gives at

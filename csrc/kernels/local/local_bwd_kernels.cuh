@@ -606,6 +606,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
                                    p.dq.row_stride, row0 + warp * 16, L, d, lane);
 }
 
+}  // namespace fwa
+
+#include "local_bwd_q_ws_kernel.cuh"   // the warp-specialised query side (uses the helpers above)
+
+namespace fwa {
+
 // ---------------------------------------------------------------------------------------------
 
 template <typename Element, int kHeadDim, bool kWgmma>
@@ -631,6 +637,16 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
             return err;
         local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma><<<static_cast<unsigned>(kv_grid), kNumThreads, smem, stream>>>(p);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    }
+    if constexpr (kWgmma) {
+        // The warp-specialised query side (local_bwd_q_ws_kernel.cuh) where local_bwd_q_use_ws
+        // picks it and the tensor maps can be made (else cudaErrorNotSupported: the kernel below).
+        constexpr int kCons = kLocalBwdQWsConsumers;
+        const int64_t ws_items = (int64_t(p.L) + kCons * kTileM - 1) / (kCons * kTileM) * p.B * p.H;
+        if (local_bwd_q_use_ws(ws_items, num_sms())) {
+            err = launch_local_bwd_q_ws<Element, kHeadDim, kCons>(p, stream);
+            if (err != cudaErrorNotSupported) return err;
+        }
     }
     {
         constexpr size_t smem = LocalBwdQSmem<kHeadDim, kWgmma>::kBytes;

@@ -1,0 +1,346 @@
+// Local-attention backward, query side (dq), on Hopper, warp-specialised (sm_90a), fp16/bf16,
+// head-dim buckets 64 and 128: the products, masking and dS of local_attn_bwd_q_kernel's wgmma
+// path (local_bwd_kernels.cuh, 3.) with the copies moved to the bulk tensor copy engine (TMA) and
+// decoupled from the math, in the structure of the warp-specialised forward
+// (local_fwd_ws_kernel.cuh):
+//   - a work item is kCons consecutive 64-query tiles of one (b, h) slice, in local_query_block's
+//     order; the grid is persistent (one CTA per SM, one item per round, snake-order rounds);
+//   - producer warpgroup (setmaxnreg down): warp 0's lane 0 copies each consumer's q and dout
+//     tiles (one buffer per consumer, refilled when that consumer has stored its dq) and each
+//     64-key step's k and v tiles into kStages stages (full / empty mbarriers); warps 1 .. kCons
+//     write each item's values (LocalBwdQWsInfo below: tile ranges, and per query row its allowed
+//     key interval, lse in log2 units and D = Σ_j P_ij dP_ij from the key side's fixed-point sum)
+//     into one of two info buffers, warp 1 + c the rows of consumer c's tile;
+//   - kCons consumer warpgroups (setmaxnreg up), warpgroup c on the item's tile c: per step in its
+//     band S = q kᵀ and dP = dout vᵀ (one wait), dS = P o (dP - D), dq += dS k (one wait), then
+//     the stage is released; at the item's end dq (times scale) is staged in its own q tile
+//     (128-byte swizzle) and stored as 16-byte chunks.
+// No CTA-wide barrier. Products, their order and the elementwise code are the wgmma query-side
+// kernel's: dq is bitwise the same.
+// Included by local_bwd_kernels.cuh after its helpers (kTwo61, local_dp_bound).
+#pragma once
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
+#include "../launch_utils.h"
+#include "../tma.h"
+#include "local_attn.h"
+#include "local_fwd_ws_kernel.cuh"   // local_fwd_ws_item, LocalFwdWsItem
+#include "local_wgmma.cuh"
+
+namespace fwa {
+
+struct LocalBwdQWsParams {
+    LocalBwdParams p;
+    CUtensorMap tq, tdo, tk, tv;   // boxes of 64 rows x 64 columns
+};
+
+template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
+    static constexpr int kTile = kTileM * kHeadDim * 2;   // a 64-row 128-byte-swizzled tile: 8 / 16 KB
+    static constexpr int kQOff = 0;                       // per consumer: q, then dout
+    static constexpr int kKOff = 2 * kCons * kTile;       // per stage: k, then v
+    static constexpr int kBarOff = kKOff + 2 * kStages * kTile;
+    // full[kStages], empty[kStages], q_full[kCons], q_empty[kCons], info_full[2], info_empty[2]
+    static constexpr int kInfoOff = kBarOff + 8 * (2 * kStages + 2 * kCons + 4);
+    // LocalBwdQWsInfo: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
+    // first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN:
+    // rows >= L only) and the key range [full_lo, full_hi] every one of its rows allows; then per
+    // row of the item (kCons x 64) from kRows: RowInterval lo, span, then lse * log2(e) and D
+    // (float bits), each kCons x 64 further.
+    static constexpr int kRows = 8 + 4 * kCons;
+    static constexpr int kInfoInts = kRows + 4 * kCons * kTileM;
+    static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack
+};
+
+// Registers per thread after setmaxnreg: those of the forward's warpgroups (producer 32, 3
+// consumers 160 = (65536 - 128 x 32) / 384).
+constexpr int kLocalBwdQWsProducerRegs = kLocalFwdWsProducerRegs;
+
+template <typename Element, int kHeadDim, int kCons, int kStages>
+__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdQWsParams P) {
+#if FWA_HAS_WGMMA
+    static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
+    static_assert(kCons >= 1 && kCons <= 3, "warps 1 .. kCons of the producer warpgroup write the items' rows");
+    constexpr int kPanels = kHeadDim / 64;
+    constexpr int kNT = kTileN / 8;
+    constexpr int kDT = kHeadDim / 8;
+    using Tr = ElementTraits<Element>;
+    using Smem = LocalBwdQWsSmem<kHeadDim, kCons, kStages>;
+    const LocalBwdParams& p = P.p;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ0 = base + Smem::kQOff, sK0 = base + Smem::kKOff;
+    const uint32_t bar_full = base + Smem::kBarOff, bar_empty = bar_full + 8 * kStages;
+    const uint32_t bar_qfull = bar_empty + 8 * kStages, bar_qempty = bar_qfull + 8 * kCons;
+    const uint32_t bar_ifull = bar_qempty + 8 * kCons, bar_iempty = bar_ifull + 16;
+    int* const info0 = reinterpret_cast<int*>(smem_raw + (base - smem_u32(smem_raw)) + Smem::kInfoOff);
+
+    const int tid = threadIdx.x;
+    const int wg = __shfl_sync(0xffffffffu, tid / kNumThreads, 0);   // 0: producer, 1..kCons: consumers
+    const int L = p.L, d = p.d;
+    const int n_m = (L + kTileM * kCons - 1) / (kTileM * kCons);
+    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
+    const LocalBand band = p.band();
+    const int n_sub = static_cast<int>(band.num_tiles());   // 64-row query tiles
+    // Rounds of gridDim.x items, taken alternately in and against the order (a snake, see
+    // local_fwd_ws_kernel.cuh): CTA j takes items j, 2 P - 1 - j, 2 P + j, ...
+    const uint32_t skip_even = 2 * (gridDim.x - 1 - blockIdx.x) + 1, skip_odd = 2 * blockIdx.x + 1;
+
+    if (tid == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, kCons * kNumThreads);
+        }
+        for (int c = 0; c < kCons; ++c) {
+            mbar_init(bar_qfull + 8 * c, 1);
+            mbar_init(bar_qempty + 8 * c, kNumThreads);
+        }
+        for (int i = 0; i < 2; ++i) {
+            mbar_init(bar_ifull + 8 * i, 32 * kCons);   // warps 1 .. kCons of the producer
+            mbar_init(bar_iempty + 8 * i, kCons * kNumThreads);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        regs_dealloc<kLocalBwdQWsProducerRegs>();
+        const int warp = tid >> 5, lane = tid & 31;
+        if (warp == 0) {
+            // The copies, from lane 0: per item the first steps' k / v (their stages free up as the
+            // consumers finish the previous item's last steps), then each consumer's q / dout once
+            // it has stored the previous item's dq, then the remaining steps.
+            if (lane != 0) return;
+            int gstep = 0, ti = 0;
+            auto issue_step = [&](const LocalFwdWsItem& w, int it) {
+                const int s = gstep % kStages, use = gstep / kStages;   // the stage's use-th fill
+                if (use > 0) mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
+                const uint32_t full = bar_full + 8 * s;
+                mbar_arrive_expect_tx(full, 2 * Smem::kTile);
+                const int key0 = (w.kt_first + it) * kTileN;
+                const uint32_t sk = sK0 + 2 * s * Smem::kTile;
+#pragma unroll
+                for (int pn = 0; pn < kPanels; ++pn) {
+                    tma_load_4d(sk + pn * kTileN * 128, &P.tk, 64 * pn, key0, w.hk, w.b, full);
+                    tma_load_4d(sk + Smem::kTile + pn * kTileN * 128, &P.tv, 64 * pn, key0, w.hk, w.b, full);
+                }
+                ++gstep;
+            };
+            uint32_t item = blockIdx.x;
+            for (int round = 0; item < n_items; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
+                const LocalFwdWsItem w = local_fwd_ws_item<kCons, 1>(p, band, n_m, n_sub, item);
+                const int first = w.n_steps < kStages ? w.n_steps : kStages;
+                for (int it = 0; it < first; ++it) issue_step(w, it);
+                for (int c = 0; c < kCons; ++c) {
+                    if (ti > 0) mbar_wait(bar_qempty + 8 * c, (ti - 1) & 1);   // item ti - 1's dq stored
+                    const uint32_t qf = bar_qfull + 8 * c;
+                    mbar_arrive_expect_tx(qf, 2 * Smem::kTile);
+                    const uint32_t sq = sQ0 + 2 * c * Smem::kTile;
+#pragma unroll
+                    for (int pn = 0; pn < kPanels; ++pn) {
+                        tma_load_4d(sq + pn * kTileM * 128, &P.tq, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
+                        tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.tdo, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
+                    }
+                }
+                for (int it = first; it < w.n_steps; ++it) issue_step(w, it);
+            }
+            return;
+        }
+        if (warp > kCons) return;
+        // Warp 1 + c: the values of consumer c's rows of each item, into info buffer ti & 1 once
+        // the consumers are done with item ti - 2's; then one more (n_steps = -1) after the last.
+        const int c = warp - 1;
+        uint32_t item = blockIdx.x;
+        for (int round = 0, ti = 0;; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
+            const int ib = ti & 1;
+            if (ti >= 2) mbar_wait(bar_iempty + 8 * ib, ((ti >> 1) - 1) & 1);
+            int* const info = info0 + Smem::kInfoInts * ib;
+            if (item >= n_items) {
+                if (c == 0 && lane == 0) info[1] = -1;
+                mbar_arrive(bar_ifull + 8 * ib);
+                break;
+            }
+            const LocalFwdWsItem w = local_fwd_ws_item<kCons, 1>(p, band, n_m, n_sub, item);
+            if (c == 0 && lane == 0) {
+                info[0] = w.kt_first;
+                info[1] = w.n_steps;
+                info[2] = w.h;
+                info[3] = w.b;
+                info[4] = w.sub0;
+            }
+            const int sub = w.sub0 + c;
+            if (lane == 0) {
+                const bool rows = sub < n_sub;
+                info[8 + 4 * c] = rows ? static_cast<int>(band.key_tile_first(sub)) : INT_MAX;
+                info[9 + 4 * c] = rows ? static_cast<int>(band.key_tile_last(sub)) : INT_MIN;
+                info[10 + 4 * c] = static_cast<int>(band.key_lo(band.tile_last_row(sub)));
+                info[11 + 4 * c] = static_cast<int>(band.key_hi(int64_t(sub) * kTileM));
+            }
+            const int64_t row_base = (int64_t(w.b) * p.H + w.h) * int64_t(L);
+            const double scale_d = local_dp_bound(p, w.b, w.h) / kTwo61;
+            for (int r = lane; r < kTileM; r += 32) {
+                const int lrow = c * kTileM + r;
+                const int row = sub * kTileM + r;
+                RowInterval iv;
+                iv.set(band.key_lo(row), band.key_hi(row), L);
+                float lse2 = 0.f, dsum = 0.f;   // rows >= L: any finite value (q, dout rows are zero)
+                if (row < L) {
+                    lse2 = p.lse[row_base + row] * kLog2e;
+                    const long long sp = static_cast<long long>(p.d_acc[row_base + row]);
+                    dsum = p.d_bad[row_base + row] != 0 ? __int_as_float(0x7fffffff)
+                                                        : static_cast<float>(double(sp) * scale_d);
+                }
+                info[Smem::kRows + lrow] = iv.lo;
+                info[Smem::kRows + kCons * kTileM + lrow] = static_cast<int>(iv.span);
+                info[Smem::kRows + 2 * kCons * kTileM + lrow] = __float_as_int(lse2);
+                info[Smem::kRows + 3 * kCons * kTileM + lrow] = __float_as_int(dsum);
+            }
+            mbar_arrive(bar_ifull + 8 * ib);   // releases this lane's writes
+        }
+        return;
+    }
+
+    // Consumer warpgroup c: query tile sub0 + c of each item.
+    regs_alloc<local_fwd_ws_consumer_regs<kCons>()>();
+    const int c = wg - 1, wtid = tid - wg * kNumThreads;
+    const int warp = wtid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const float sl = p.scale * kLog2e;
+    const uint32_t sQ = sQ0 + 2 * c * Smem::kTile, sO = sQ + Smem::kTile;
+    int gstep = 0;
+    for (int ti = 0;; ++ti) {
+        const int ib = ti & 1;
+        const volatile int* const info = info0 + Smem::kInfoInts * ib;
+        mbar_wait(bar_ifull + 8 * ib, (ti >> 1) & 1);
+        const int n_steps = info[1];
+        if (n_steps < 0) break;
+        const int kt_first = info[0];
+        const int my_first = info[8 + 4 * c], my_last = info[9 + 4 * c];
+        const int full_lo = info[10 + 4 * c], full_hi = info[11 + 4 * c];
+        RowInterval iv[2];
+        float lse2[2], dsum[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lrow = c * kTileM + warp * 16 + g + 8 * r;
+            iv[r].lo = info[Smem::kRows + lrow];
+            iv[r].span = static_cast<unsigned>(info[Smem::kRows + kCons * kTileM + lrow]);
+            lse2[r] = __int_as_float(info[Smem::kRows + 2 * kCons * kTileM + lrow]);
+            dsum[r] = __int_as_float(info[Smem::kRows + 3 * kCons * kTileM + lrow]);
+        }
+        float dq[kDT][4];
+        zero_acc(dq);
+        wgmma_fence_operand(dq);   // the zeros are written before the first wgmma is issued (C7515)
+        mbar_wait(bar_qfull + 8 * c, ti & 1);
+
+        for (int it = 0; it < n_steps; ++it, ++gstep) {
+            const int st = gstep % kStages;
+            const uint32_t kst = sK0 + 2 * st * Smem::kTile, vst = kst + Smem::kTile;
+            mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
+            const int kt = kt_first + it;
+            if (my_first <= kt && kt <= my_last) {   // warpgroup-uniform
+                float s[kNT][4], dp[kNT][4];
+                wgmma_fence();
+                wg_abt_issue<Element, kHeadDim>(s, sQ, kst);
+                wg_abt_issue<Element, kHeadDim>(dp, sO, vst);
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(s);
+                wgmma_fence_operand(dp);
+                // dS = P o (dP - D) into dp, P recomputed from s (no product in flight)
+                const int key0 = kt * kTileN;
+                auto grads = [&](auto full_tag) {
+                    constexpr bool kFull = decltype(full_tag)::value;
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+                        for (int nt = 0; nt < kNT; ++nt) {
+                            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
+                            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
+                            if constexpr (!kFull) {
+                                const int j = key0 + nt * 8 + 2 * t4;
+                                if (!iv[r].contains(j)) p0 = 0.f;
+                                if (!iv[r].contains(j + 1)) p1 = 0.f;
+                            }
+                            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
+                            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+                        }
+                    }
+                };
+                if (full_lo <= key0 && key0 + kTileN - 1 <= full_hi) grads(std::true_type{});
+                else grads(std::false_type{});
+                uint32_t a[kTileN / 16][4];
+                pack_p16<Element>(dp, a);
+                wgmma_fence();
+                wg_pb_issue<Element, kHeadDim>(dq, a, kst);   // dq += dS k
+                wgmma_commit();
+                wgmma_wait<0>();
+                wgmma_fence_operand(dq);
+            }
+            mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
+        }
+
+        // Epilogue: dq * scale staged in the warpgroup's own q tile (128-byte swizzle: chunk j of
+        // row r at j ^ (r % 8); its products are done), stored as 16-byte chunks.
+        const int h = info[2], b = info[3];
+        const int row0 = (info[4] + c) * kTileM;
+        Element* out = static_cast<Element*>(p.dq.ptr) + int64_t(b) * p.dq.batch_stride + int64_t(h) * p.dq.head_stride;
+        unsigned char* tile = smem_raw + (sQ - smem_u32(smem_raw));
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lrow = warp * 16 + g + 8 * r;
+#pragma unroll
+            for (int i = 0; i < kDT; ++i)
+                *reinterpret_cast<uint32_t*>(tile + (i / 8) * (kTileM * 128) + lrow * 128 + (((i % 8) ^ (lrow & 7)) << 4) + 4 * t4) =
+                    Tr::pack(dq[i][2 * r] * p.scale, dq[i][2 * r + 1] * p.scale);
+        }
+        mbar_arrive(bar_iempty + 8 * ib);   // the item's values are read (h, b, row0 above)
+        group_sync(c);
+#pragma unroll
+        for (int i = 0; i < kTileM * kDT / kNumThreads; ++i) {
+            const int ci = wtid + i * kNumThreads;
+            const int lrow = ci / kDT, j = ci % kDT;
+            const int row = row0 + lrow;
+            if (row < L && j * 8 < d)
+                *reinterpret_cast<uint4*>(out + int64_t(row) * p.dq.row_stride + j * 8) =
+                    *reinterpret_cast<const uint4*>(tile + (j / 8) * (kTileM * 128) + lrow * 128 + (((j % 8) ^ (lrow & 7)) << 4));
+        }
+        fence_proxy_async_smem();   // this thread's tile accesses, before the copy engine refills it
+        mbar_arrive(bar_qempty + 8 * c);
+    }
+#else
+    __trap();   // launched only where the sm_90a code exists (local_wgmma_enabled)
+#endif
+}
+
+// Launch the warp-specialised query side. Returns cudaErrorNotSupported, launching nothing, where
+// a tensor map cannot be made (the caller then runs local_attn_bwd_q_kernel).
+template <typename Element, int kHeadDim, int kCons, int kStages = 2>
+cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) {
+    const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
+    const int64_t grid = n_m * p.H * p.B;
+    if (grid == 0) return cudaSuccess;
+    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    LocalBwdQWsParams wp;
+    wp.p = p;
+    constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
+    if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
+        !make_tma_map_bhld(&wp.tdo, p.dout.ptr, bf16, p.B, p.H, p.L, p.d, p.dout.batch_stride, p.dout.head_stride,
+                           p.dout.row_stride, kTileM) ||
+        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kTileN) ||
+        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kTileN))
+        return cudaErrorNotSupported;
+    constexpr size_t smem = LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes;
+    int ctas = 0;
+    cudaError_t err =
+        prepare_kernel<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
+    if (err != cudaSuccess) return err;
+    const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
+    const unsigned blocks = static_cast<unsigned>(grid < resident ? grid : resident);
+    local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
+    return cudaGetLastError();
+}
+
+}  // namespace fwa
