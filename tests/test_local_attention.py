@@ -218,10 +218,11 @@ def test_grid_cuda(case, seed):
 @pytest.mark.cuda
 @pytest.mark.parametrize("env", [{"FWA_LOCAL_WGMMA": "0"}, {"FWA_LOCAL_WGMMA": "fwd"}, {"FWA_LOCAL_WG": "2"},
                                  {"FWA_LOCAL_WG": "3"}, {"FWA_LOCAL_FWD_KEYS": "64"}, {"FWA_LOCAL_FWD_WS": "1"},
-                                 {"FWA_LOCAL_FWD_WS": "0"}, {"FWA_LOCAL_BWD_Q_WS": "1"}, {"FWA_LOCAL_BWD_Q_WS": "0"}],
+                                 {"FWA_LOCAL_FWD_WS": "0"}, {"FWA_LOCAL_BWD_Q_WS": "1"}, {"FWA_LOCAL_BWD_Q_WS": "0"},
+                                 {"FWA_LOCAL_BWD_KV_WS": "1"}, {"FWA_LOCAL_BWD_KV_WS": "0"}],
                          ids=["mma_sync", "wgmma_fwd_only", "wgmma_fwd_2_warpgroups", "wgmma_fwd_3_warpgroups",
                               "wgmma_fwd_64_key_steps", "ws_fwd_every_grid", "ws_fwd_never", "ws_bwd_q_every_grid",
-                              "ws_bwd_q_never"])
+                              "ws_bwd_q_never", "ws_bwd_kv_every_grid", "ws_bwd_kv_never"])
 def test_grid_cuda_other_kernels_in_subprocess(env):
     """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 kernels at d > 32 run on
     wgmma (test_grid_cuda checks them at one warpgroup per CTA: the forward takes 3 at d = 128 only
@@ -232,7 +233,8 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     FWA_LOCAL_FWD_KEYS=64 the one-warpgroup forward at d = 64 with 64-key steps (default 128),
     FWA_LOCAL_FWD_WS=1 the warp-specialised TMA forward (d > 32) on every grid (by default only
     on grids that fill the GPU, so test_grid_cuda's small problems run the one-warpgroup kernel),
-    =0 never; FWA_LOCAL_BWD_Q_WS=1 / 0 the same for the backward's warp-specialised query side.
+    =0 never; FWA_LOCAL_BWD_Q_WS=1 / 0 and FWA_LOCAL_BWD_KV_WS=1 / 0 the same for the backward's
+    warp-specialised query side and key side.
     The fp16 / bf16 grid at d 64 and 128 must pass through those too: a child process, since the
     switches are read once per process."""
     import os

@@ -101,6 +101,10 @@ bool local_fwd_use_ws(int64_t ctas, int sms);
 // grid (tests, A/B timing).
 constexpr int kLocalBwdQWsConsumers = 3;
 bool local_bwd_q_use_ws(int64_t items, int sms);
+// The same for the key side (local_bwd_kv_ws_kernel.cuh: consumer warpgroups on consecutive
+// 64-key tiles, each holding dk and dv: 2 at d = 128, 3 at d = 64); FWA_LOCAL_BWD_KV_WS=0 / 1.
+constexpr int local_bwd_kv_ws_consumers(int head_dim) { return head_dim == 128 ? 2 : 3; }
+bool local_bwd_kv_use_ws(int64_t items, int sms);
 // The default warpgroups per CTA (H100, session 10): 3 at d = 128 (168 registers and 80 KB of
 // shared memory per warpgroup: 3 per SM instead of 2 one-warpgroup CTAs; bf16 win(1024, 0)
 // 0.908 -> 0.853-0.862 ms, win(4096, 0) 6.17-6.23 -> 5.54-5.62 ms) when the grid still gives at

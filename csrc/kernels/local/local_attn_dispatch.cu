@@ -85,6 +85,16 @@ bool local_bwd_q_use_ws(int64_t items, int sms) {
     return items >= sms;
 }
 
+bool local_bwd_kv_use_ws(int64_t items, int sms) {
+    static const int forced = [] {   // -1: not set
+        const char* e = std::getenv("FWA_LOCAL_BWD_KV_WS");
+        if (e == nullptr || e[0] == '\0') return -1;
+        return e[0] == '0' ? 0 : 1;
+    }();
+    if (forced >= 0) return forced == 1;
+    return items >= sms;
+}
+
 int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes) {
     // Read per call (not cached like the switches above) so that a test can compare the orders in
     // one process.

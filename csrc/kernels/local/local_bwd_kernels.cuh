@@ -608,7 +608,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
 
 }  // namespace fwa
 
-#include "local_bwd_q_ws_kernel.cuh"   // the warp-specialised query side (uses the helpers above)
+#include "local_bwd_kv_ws_kernel.cuh"   // the warp-specialised key side (uses the helpers above)
+#include "local_bwd_q_ws_kernel.cuh"    // the warp-specialised query side
 
 namespace fwa {
 
@@ -630,7 +631,21 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
         local_attn_bwd_prep_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
-    {
+    bool kv_done = false;
+    if constexpr (kWgmma) {
+        // The warp-specialised key side (local_bwd_kv_ws_kernel.cuh) where local_bwd_kv_use_ws
+        // picks it and the tensor maps can be made (else cudaErrorNotSupported: the kernel below).
+        constexpr int kCons = local_bwd_kv_ws_consumers(kHeadDim);
+        const int64_t ws_items = (n_t + kCons - 1) / kCons * p.B * p.Hkv;
+        if (local_bwd_kv_use_ws(ws_items, num_sms())) {
+            err = launch_local_bwd_kv_ws<Element, kHeadDim, kCons>(p, stream);
+            if (err != cudaErrorNotSupported) {
+                if (err != cudaSuccess) return err;
+                kv_done = true;
+            }
+        }
+    }
+    if (!kv_done) {
         constexpr size_t smem = LocalBwdKvSmem<kHeadDim, kWgmma>::kBytes;
         int ctas = 0;
         if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
