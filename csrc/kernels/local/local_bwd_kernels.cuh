@@ -34,6 +34,9 @@
 // shared memory for the whole CTA; the streamed tiles are double-buffered with cp.async (the
 // query side's wgmma path keeps k in 3 stages: it issues S and dP of key tile it + 1 before dq of
 // tile it, so that tile it + 1's elementwise work overlaps the dq product).
+// On sm_90a, where their grids fill the GPU, 2 and 3 run as warp-specialised persistent kernels
+// instead (local_bwd_kv_ws_kernel.cuh, local_bwd_q_ws_kernel.cuh: TMA producer, consumer
+// warpgroups with no CTA-wide barrier) with the same products in the same order: bitwise equal.
 #pragma once
 #include <type_traits>
 
