@@ -34,13 +34,21 @@ def cuda_bench_ms(fn: Callable, warmup_ms: int, rep_ms: int, fallback_runs: int)
         return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
     except ImportError:
         pass
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    for _ in range(5):
+    return cuda_event_median_ms(fn, fallback_runs, flush_l2=True)
+
+
+def cuda_event_median_ms(fn: Callable, runs: int, *, flush_l2: bool, warmup: int = 5) -> float:
+    """Median time of fn in ms over `runs` runs, each between two CUDA events and synchronised,
+    after `warmup` runs; with flush_l2, a 256 MiB buffer is zeroed before each run (outside the
+    events) so that no run finds its inputs in the L2."""
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if flush_l2 else None
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
-    for _ in range(fallback_runs):
-        flush.zero_()
+    for _ in range(runs):
+        if flush is not None:
+            flush.zero_()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         fn()

@@ -9,17 +9,12 @@ import argparse
 import os
 import sys
 import time
-from types import SimpleNamespace
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import bench_sliding_window as bs  # noqa: E402
-import flash_window_attn  # noqa: E402
-
-bs.fwa = flash_window_attn
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_breakdown import config_steps  # noqa: E402
 
 
 def main() -> None:
@@ -29,15 +24,11 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
-    dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
-    cfg = bs.CONFIGS[args.config]
-    inp = bs.make_inputs(cfg, dtype, "cuda")
-    fn, _ = bs.build_impl(args.impl, cfg, "cuda", SimpleNamespace(dense_mask_cap_gib=4.0))
+    for _, cfg, _, _, step in config_steps(str(args.config), args.impl, args.dtype):
+        run(args, cfg, step)
 
-    def step():
-        out = fn(inp["q"], inp["k"], inp["v"])
-        return torch.autograd.grad(out, (inp["q"], inp["k"], inp["v"]), inp["dout"])
 
+def run(args, cfg, step) -> None:
     for _ in range(20):
         step()
     torch.cuda.synchronize()

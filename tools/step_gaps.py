@@ -12,40 +12,13 @@ import argparse
 import os
 import statistics
 import sys
-from types import SimpleNamespace
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import bench_sliding_window as bs  # noqa: E402
-import flash_window_attn  # noqa: E402
-from _bench_common import cuda_bench_ms  # noqa: E402
-
-bs.fwa = flash_window_attn  # the bench imports it in its main()
-
-
-def short(name: str) -> str:
-    for key in ("local_attn_", "triton_", "flex_", "elementwise", "Memset", "Memcpy", "reduce", "fill"):
-        if key in name:
-            return name[name.find(key):].split("<")[0].split("(")[0][:40]
-    return name[:40]
-
-
-def events_ms(step, iters: int) -> float:
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        step()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_breakdown import config_steps, short  # noqa: E402  (puts benchmarks/ on sys.path)
+from _bench_common import cuda_bench_ms, cuda_event_median_ms  # noqa: E402
 
 
 def profile_steps(step, iters: int, gap_us: float):
@@ -82,32 +55,15 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=7)
     ap.add_argument("--gap", type=float, default=3.0)
     args = ap.parse_args()
-    dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
-    peer_args = SimpleNamespace(dense_mask_cap_gib=4.0)
-    for i in (int(c) for c in args.configs.split(",")):
-        cfg = bs.CONFIGS[i]
-        inp = bs.make_inputs(cfg, dtype, "cuda")
-        for name in args.impls.split(","):
-            fn, _ = bs.build_impl(name, cfg, "cuda", peer_args)
-
-            def step():
-                out = fn(inp["q"], inp["k"], inp["v"])
-                return torch.autograd.grad(out, (inp["q"], inp["k"], inp["v"]), inp["dout"])
-
-            def fwd():
-                with torch.no_grad():
-                    return fn(inp["q"], inp["k"], inp["v"])
-
-            bench = cuda_bench_ms(step, 10, 60, 30)
-            bench_f = cuda_bench_ms(fwd, 10, 60, 30)
-            plain = events_ms(step, args.iters * 3)
-            span, busy, gaps = profile_steps(step, args.iters, args.gap)
-            print(f"== config {i} {cfg.name} {args.dtype} {name}: fwd bench {bench_f:.3f} ms | fwd+bwd bench "
-                  f"{bench:.3f} ms, events no flush {plain:.3f}, profiled span {span:.3f}, GPU busy {busy:.3f}")
-            for g in gaps[len(gaps) // 2]:
-                print(f"      gap {g[0]:7.1f} us  after {g[1]}  before {g[2]}")
-            del fn
-            torch.cuda.empty_cache()
+    for i, cfg, name, fwd, step in config_steps(args.configs, args.impls, args.dtype):
+        bench = cuda_bench_ms(step, 10, 60, 30)
+        bench_f = cuda_bench_ms(fwd, 10, 60, 30)
+        plain = cuda_event_median_ms(step, args.iters * 3, flush_l2=False, warmup=3)
+        span, busy, gaps = profile_steps(step, args.iters, args.gap)
+        print(f"== config {i} {cfg.name} {args.dtype} {name}: fwd bench {bench_f:.3f} ms | fwd+bwd bench "
+              f"{bench:.3f} ms, events no flush {plain:.3f}, profiled span {span:.3f}, GPU busy {busy:.3f}")
+        for g in gaps[len(gaps) // 2]:
+            print(f"      gap {g[0]:7.1f} us  after {g[1]}  before {g[2]}")
 
 
 if __name__ == "__main__":

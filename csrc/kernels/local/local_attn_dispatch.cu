@@ -64,35 +64,29 @@ int local_fwd_keys_per_step(int fallback) {
     return forced != 0 ? forced : fallback;
 }
 
+// A warp-specialised kernel's switch: -1 where environment variable `name` is unset or empty, 0
+// where it starts with '0', else 1.
+static int env_ws_switch(const char* name) {
+    const char* e = std::getenv(name);
+    if (e == nullptr || e[0] == '\0') return -1;
+    return e[0] == '0' ? 0 : 1;
+}
+
 bool local_fwd_use_ws(int64_t ctas, int sms) {
-    static const int forced = [] {   // -1: not set
-        const char* e = std::getenv("FWA_LOCAL_FWD_WS");
-        if (e == nullptr || e[0] == '\0') return -1;
-        return e[0] == '0' ? 0 : 1;
-    }();
+    static const int forced = env_ws_switch("FWA_LOCAL_FWD_WS");
     if (forced >= 0) return forced == 1;
     if (local_wgmma_warpgroups(0) != 0 || local_fwd_keys_per_step(0) != 0) return false;
     return ctas >= sms;
 }
 
 bool local_bwd_q_use_ws(int64_t items, int sms) {
-    static const int forced = [] {   // -1: not set
-        const char* e = std::getenv("FWA_LOCAL_BWD_Q_WS");
-        if (e == nullptr || e[0] == '\0') return -1;
-        return e[0] == '0' ? 0 : 1;
-    }();
-    if (forced >= 0) return forced == 1;
-    return items >= sms;
+    static const int forced = env_ws_switch("FWA_LOCAL_BWD_Q_WS");
+    return forced >= 0 ? forced == 1 : items >= sms;
 }
 
 bool local_bwd_kv_use_ws(int64_t items, int sms) {
-    static const int forced = [] {   // -1: not set
-        const char* e = std::getenv("FWA_LOCAL_BWD_KV_WS");
-        if (e == nullptr || e[0] == '\0') return -1;
-        return e[0] == '0' ? 0 : 1;
-    }();
-    if (forced >= 0) return forced == 1;
-    return items >= sms;
+    static const int forced = env_ws_switch("FWA_LOCAL_BWD_KV_WS");
+    return forced >= 0 ? forced == 1 : items >= sms;
 }
 
 int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes) {

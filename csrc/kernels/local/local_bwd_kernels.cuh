@@ -172,6 +172,40 @@ FWA_DEVICE void local_load_tile(Element* tile, const Element* src, int64_t row_s
     else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
 }
 
+// One key-side step's elementwise work on this thread's two keys (rows r) x the step's 64 queries
+// (C-fragment layout; lse, dsum: the step's rows in shared memory): Pᵀ = exp(scale Sᵀ - lse) into
+// s (kFull: every pair allowed; else pairs outside the key's query interval iv[r], and keys with
+// key_ok[r] false, get P = 0), pdp += Pᵀ o dPᵀ summed over the two keys per query column, and
+// dSᵀ = Pᵀ o (dPᵀ - D~) into dp. Shared by the key-side kernel and its warp-specialised form.
+template <bool kFull, int kNT>
+FWA_DEVICE void local_kv_step_grads(float (&s)[kNT][4], float (&dp)[kNT][4], float (&pdp)[2 * kNT], const float* lse,
+                                    const float* dsum, float sl, const RowInterval (&iv)[2], const bool (&key_ok)[2],
+                                    int q0, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+            const int c = nt * 8 + 2 * t4;   // query within the tile
+            const float2 ls = *reinterpret_cast<const float2*>(lse + c);
+            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
+            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
+            if constexpr (!kFull) {
+                const int i = q0 + c;
+                if (!iv[r].contains(i)) p0 = 0.f;
+                if (!iv[r].contains(i + 1)) p1 = 0.f;
+                if (!key_ok[r]) p0 = p1 = 0.f;
+            }
+            s[nt][2 * r] = p0;
+            s[nt][2 * r + 1] = p1;
+            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
+            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
+        }
+    }
+}
+
 template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const LocalBwdParams p) {
     // Hoisted tile-load addressing at d <= 64 (d = 32: 168 registers either way; d = 64: 213 -> 219,
@@ -357,35 +391,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         float pdp[2 * kNT];
 #pragma unroll
         for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
-        // Instantiated for full and edge tiles, picked once per tile.
-        auto tile_grads = [&](auto full_tag) {
-            constexpr bool kFull = decltype(full_tag)::value;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    const int c = nt * 8 + 2 * t4;   // query within the tile
-                    const float2 ls = *reinterpret_cast<const float2*>(lse + c);
-                    const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-                    float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
-                    float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
-                    if constexpr (!kFull) {
-                        const int i = q0 + c;
-                        if (!iv[r].contains(i)) p0 = 0.f;
-                        if (!iv[r].contains(i + 1)) p1 = 0.f;
-                        if (!key_ok[r]) p0 = p1 = 0.f;
-                    }
-                    s[nt][2 * r] = p0;
-                    s[nt][2 * r + 1] = p1;
-                    pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-                    pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
-                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
-                }
-            }
-        };
-        if (full) tile_grads(std::true_type{});
-        else tile_grads(std::false_type{});
+        if (full) local_kv_step_grads<true>(s, dp, pdp, lse, dsum, sl, iv, key_ok, q0, t4);
+        else local_kv_step_grads<false>(s, dp, pdp, lse, dsum, sl, iv, key_ok, q0, t4);
 
         // sums of P dP over the warp's 16 keys, per query
         static_assert(kNT == 8, "stage_warp_pdp_sums sums a 64-column tile");
@@ -426,6 +433,31 @@ template <int kHeadDim, bool kWgmma = false> struct LocalBwdQSmem {
     static constexpr size_t kBytes =
         LocalBwdTile<kHeadDim, kWgmma>::kAlignPad + size_t(2 + kKStages + 2) * kTile * 2;
 };
+
+// One query-side step's dS = P o (dP - D) on this thread's two rows (r) x the step's keys from
+// key0 (C-fragment layout) into ds (which may be dp), P = exp2(scale_log2 S - lse_log2) recomputed
+// from s (kFull: every pair allowed; else keys outside the row's interval iv[r] get P = 0). Shared
+// by the query-side kernel and its warp-specialised form.
+template <bool kFull, int kNT>
+FWA_DEVICE void local_q_step_ds(const float (&s)[kNT][4], const float (&dp)[kNT][4], float (&ds)[kNT][4], float sl,
+                                const float (&lse2)[2], const float (&dsum)[2], const RowInterval (&iv)[2], int key0,
+                                int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
+            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
+            if constexpr (!kFull) {
+                const int j = key0 + nt * 8 + 2 * t4;
+                if (!iv[r].contains(j)) p0 = 0.f;
+                if (!iv[r].contains(j + 1)) p1 = 0.f;
+            }
+            ds[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
+            ds[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
+        }
+    }
+}
 
 template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const LocalBwdParams p) {
@@ -498,26 +530,8 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     // edge tiles.
     auto tile_grads = [&](const float (&s)[kNT][4], const float (&dp)[kNT][4], float (&ds)[kNT][4], int key0) {
         const bool full = full_lo <= key0 && key0 + kTileN - 1 <= full_hi;   // CTA-uniform
-        auto run = [&](auto full_tag) {
-            constexpr bool kFull = decltype(full_tag)::value;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
-                    float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
-                    if constexpr (!kFull) {
-                        const int j = key0 + nt * 8 + 2 * t4;
-                        if (!iv[r].contains(j)) p0 = 0.f;
-                        if (!iv[r].contains(j + 1)) p1 = 0.f;
-                    }
-                    ds[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
-                    ds[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                }
-            }
-        };
-        if (full) run(std::true_type{});
-        else run(std::false_type{});
+        if (full) local_q_step_ds<true>(s, dp, ds, sl, lse2, dsum, iv, key0, t4);
+        else local_q_step_ds<false>(s, dp, ds, sl, lse2, dsum, iv, key0, t4);
     };
 
     if constexpr (kWgmma) {

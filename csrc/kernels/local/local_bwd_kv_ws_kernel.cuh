@@ -31,12 +31,13 @@
 #include "local_attn.h"
 #include "local_fwd_ws_kernel.cuh"   // kLocalFwdWsProducerRegs, local_fwd_ws_consumer_regs
 #include "local_wgmma.cuh"
+#include "local_ws.cuh"
 
 namespace fwa {
 
 struct LocalBwdKvWsParams {
     LocalBwdParams p;
-    CUtensorMap tq, tdo, tk, tv;   // boxes of 64 rows x 64 columns
+    LocalBwdTmaMaps m;
 };
 
 template <int kHeadDim, int kCons, int kStages> struct LocalBwdKvWsSmem {
@@ -117,25 +118,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
     const int n_kn = (n_kt + kCons - 1) / kCons;
     const uint32_t n_items = static_cast<uint32_t>(n_kn) * static_cast<uint32_t>(p.Hkv) * static_cast<uint32_t>(p.B);
     const LocalBand band = p.band();
-    // Rounds of gridDim.x items in snake order (local_fwd_ws_kernel.cuh): CTA j takes items j,
-    // 2 P - 1 - j, 2 P + j, ...
-    const uint32_t skip_even = 2 * (gridDim.x - 1 - blockIdx.x) + 1, skip_odd = 2 * blockIdx.x + 1;
 
-    if (tid == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(bar_full + 8 * s, 1 + 32);   // the copies' thread, and warp 1's rows
-            mbar_init(bar_empty + 8 * s, kCons * kNumThreads);
-        }
-        for (int c = 0; c < kCons; ++c) {
-            mbar_init(bar_kvfull + 8 * c, 1);
-            mbar_init(bar_kvempty + 8 * c, kNumThreads);
-        }
-        for (int i = 0; i < 2; ++i) {
-            mbar_init(bar_ifull + 8 * i, 32);   // producer warp 2
-            mbar_init(bar_iempty + 8 * i, kCons * kNumThreads);
-        }
-        mbar_init_fence();
-    }
+    // full: the copies' thread and producer warp 1's rows; info: producer warp 2
+    if (tid == 0) ws_init_bars<kStages, kCons>(bar_full, 1 + 32, 32);
     __syncthreads();
 
     if (wg == 0) {
@@ -156,14 +141,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 const uint32_t sq = sQ0 + 2 * s * Smem::kTile;
 #pragma unroll
                 for (int pn = 0; pn < kPanels; ++pn) {
-                    tma_load_4d(sq + pn * kTileM * 128, &P.tq, 64 * pn, qt * kTileM, h, w.b, full);
-                    tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.tdo, 64 * pn, qt * kTileM, h, w.b, full);
+                    tma_load_4d(sq + pn * kTileM * 128, &P.m.tq, 64 * pn, qt * kTileM, h, w.b, full);
+                    tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.m.tdo, 64 * pn, qt * kTileM, h, w.b, full);
                 }
                 ++gstep;
             };
-            uint32_t item = blockIdx.x;
-            for (int round = 0; item < n_items; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
-                const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, item);
+            for (LocalWsRounds rounds; rounds.item < n_items; rounds.next(), ++ti) {
+                const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, rounds.item);
                 const int first = w.n_steps < kStages ? w.n_steps : kStages;
                 int gi = 0, qi = 0;   // step (gi, qt_first + qi), head-major
                 for (int it = 0; it < first; ++it) {
@@ -177,8 +161,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                     const uint32_t sk = sK0 + 2 * c * Smem::kTile;
 #pragma unroll
                     for (int pn = 0; pn < kPanels; ++pn) {
-                        tma_load_4d(sk + pn * kTileN * 128, &P.tk, 64 * pn, (w.n0 + c) * kTileN, w.hk, w.b, kf);
-                        tma_load_4d(sk + Smem::kTile + pn * kTileN * 128, &P.tv, 64 * pn, (w.n0 + c) * kTileN, w.hk, w.b, kf);
+                        tma_load_4d(sk + pn * kTileN * 128, &P.m.tk, 64 * pn, (w.n0 + c) * kTileN, w.hk, w.b, kf);
+                        tma_load_4d(sk + Smem::kTile + pn * kTileN * 128, &P.m.tv, 64 * pn, (w.n0 + c) * kTileN, w.hk, w.b, kf);
                     }
                 }
                 for (int it = first; it < w.n_steps; ++it) {
@@ -192,9 +176,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
             // Each step's lse and D~ rows (rows >= L: 0; their q, dout rows are zero-filled and
             // masked), query head, query tile and fixed-point scale, into its stage.
             int gstep = 0;
-            uint32_t item = blockIdx.x;
-            for (int round = 0; item < n_items; ++round, item += (round & 1) ? skip_even : skip_odd) {
-                const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, item);
+            for (LocalWsRounds rounds; rounds.item < n_items; rounds.next()) {
+                const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, rounds.item);
                 for (int gi = 0; gi < p.group; ++gi) {
                     const int h = w.hk * p.group + gi;
                     const double bound = local_dp_bound(p, w.b, h);
@@ -226,8 +209,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
         if (warp != 2) return;
         // Warp 2: each item's values, into info buffer ti & 1 once the consumers are done with
         // item ti - 2's; then one more (n_steps = -1) after the last.
-        uint32_t item = blockIdx.x;
-        for (int round = 0, ti = 0;; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
+        LocalWsRounds rounds;
+        for (int ti = 0;; rounds.next(), ++ti) {
+            const uint32_t item = rounds.item;
             const int ib = ti & 1;
             if (ti >= 2) mbar_wait(bar_iempty + 8 * ib, ((ti >> 1) - 1) & 1);
             int* const info = info0 + Smem::kInfoInts * ib;
@@ -351,33 +335,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
                 const float* lse = rows;
                 const float* dsum = rows + kTileM;
-                auto tile_grads = [&](auto full_tag) {
-                    constexpr bool kFull = decltype(full_tag)::value;
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) {
-#pragma unroll
-                        for (int nt = 0; nt < kNT; ++nt) {
-                            const int cq = nt * 8 + 2 * t4;   // query within the tile
-                            const float2 ls = *reinterpret_cast<const float2*>(lse + cq);
-                            const float2 ds = *reinterpret_cast<const float2*>(dsum + cq);
-                            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
-                            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
-                            if constexpr (!kFull) {
-                                const int i = q0 + cq;
-                                if (!iv[r].contains(i)) p0 = 0.f;
-                                if (!iv[r].contains(i + 1)) p1 = 0.f;
-                            }
-                            s[nt][2 * r] = p0;
-                            s[nt][2 * r + 1] = p1;
-                            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-                            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-                            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x);
-                            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y);
-                        }
-                    }
-                };
-                if (full) tile_grads(std::true_type{});
-                else tile_grads(std::false_type{});
+                const bool all_keys[2] = {true, true};   // keys >= L have an empty interval in iv
+                if (full) local_kv_step_grads<true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
+                else local_kv_step_grads<false>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
                 static_assert(kNT == 8, "stage_warp_pdp_sums sums a 64-column tile");
                 stage_warp_pdp_sums(pdp, sPdp, ((n_done & 1) * kWarps + warp) * kTileM);
                 ++n_done;
@@ -417,22 +377,9 @@ cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream)
     if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     LocalBwdKvWsParams wp;
     wp.p = p;
-    constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
-    if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
-        !make_tma_map_bhld(&wp.tdo, p.dout.ptr, bf16, p.B, p.H, p.L, p.d, p.dout.batch_stride, p.dout.head_stride,
-                           p.dout.row_stride, kTileM) ||
-        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kTileN) ||
-        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kTileN))
-        return cudaErrorNotSupported;
-    constexpr size_t smem = LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes;
-    int ctas = 0;
-    cudaError_t err =
-        prepare_kernel<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
-    if (err != cudaSuccess) return err;
-    const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
-    const unsigned blocks = static_cast<unsigned>(grid < resident ? grid : resident);
-    local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
-    return cudaGetLastError();
+    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
+    return launch_ws_persistent<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>>(
+        wp, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream);
 }
 
 }  // namespace fwa

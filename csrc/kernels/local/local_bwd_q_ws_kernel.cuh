@@ -29,12 +29,13 @@
 #include "local_attn.h"
 #include "local_fwd_ws_kernel.cuh"   // local_fwd_ws_item, LocalFwdWsItem
 #include "local_wgmma.cuh"
+#include "local_ws.cuh"
 
 namespace fwa {
 
 struct LocalBwdQWsParams {
     LocalBwdParams p;
-    CUtensorMap tq, tdo, tk, tv;   // boxes of 64 rows x 64 columns
+    LocalBwdTmaMaps m;
 };
 
 template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
@@ -66,7 +67,6 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
     constexpr int kPanels = kHeadDim / 64;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
-    using Tr = ElementTraits<Element>;
     using Smem = LocalBwdQWsSmem<kHeadDim, kCons, kStages>;
     const LocalBwdParams& p = P.p;
 
@@ -85,25 +85,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
     const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
     const LocalBand band = p.band();
     const int n_sub = static_cast<int>(band.num_tiles());   // 64-row query tiles
-    // Rounds of gridDim.x items, taken alternately in and against the order (a snake, see
-    // local_fwd_ws_kernel.cuh): CTA j takes items j, 2 P - 1 - j, 2 P + j, ...
-    const uint32_t skip_even = 2 * (gridDim.x - 1 - blockIdx.x) + 1, skip_odd = 2 * blockIdx.x + 1;
 
-    if (tid == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(bar_full + 8 * s, 1);
-            mbar_init(bar_empty + 8 * s, kCons * kNumThreads);
-        }
-        for (int c = 0; c < kCons; ++c) {
-            mbar_init(bar_qfull + 8 * c, 1);
-            mbar_init(bar_qempty + 8 * c, kNumThreads);
-        }
-        for (int i = 0; i < 2; ++i) {
-            mbar_init(bar_ifull + 8 * i, 32 * kCons);   // warps 1 .. kCons of the producer
-            mbar_init(bar_iempty + 8 * i, kCons * kNumThreads);
-        }
-        mbar_init_fence();
-    }
+    if (tid == 0) ws_init_bars<kStages, kCons>(bar_full, 1, 32 * kCons);   // info: producer warps 1 .. kCons
     __syncthreads();
 
     if (wg == 0) {
@@ -124,14 +107,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 const uint32_t sk = sK0 + 2 * s * Smem::kTile;
 #pragma unroll
                 for (int pn = 0; pn < kPanels; ++pn) {
-                    tma_load_4d(sk + pn * kTileN * 128, &P.tk, 64 * pn, key0, w.hk, w.b, full);
-                    tma_load_4d(sk + Smem::kTile + pn * kTileN * 128, &P.tv, 64 * pn, key0, w.hk, w.b, full);
+                    tma_load_4d(sk + pn * kTileN * 128, &P.m.tk, 64 * pn, key0, w.hk, w.b, full);
+                    tma_load_4d(sk + Smem::kTile + pn * kTileN * 128, &P.m.tv, 64 * pn, key0, w.hk, w.b, full);
                 }
                 ++gstep;
             };
-            uint32_t item = blockIdx.x;
-            for (int round = 0; item < n_items; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
-                const LocalFwdWsItem w = local_fwd_ws_item<kCons, 1>(p, band, n_m, n_sub, item);
+            for (LocalWsRounds rounds; rounds.item < n_items; rounds.next(), ++ti) {
+                const LocalFwdWsItem w = local_fwd_ws_item<kCons, 1>(p, band, n_m, n_sub, rounds.item);
                 const int first = w.n_steps < kStages ? w.n_steps : kStages;
                 for (int it = 0; it < first; ++it) issue_step(w, it);
                 for (int c = 0; c < kCons; ++c) {
@@ -141,8 +123,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                     const uint32_t sq = sQ0 + 2 * c * Smem::kTile;
 #pragma unroll
                     for (int pn = 0; pn < kPanels; ++pn) {
-                        tma_load_4d(sq + pn * kTileM * 128, &P.tq, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
-                        tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.tdo, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
+                        tma_load_4d(sq + pn * kTileM * 128, &P.m.tq, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
+                        tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.m.tdo, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
                     }
                 }
                 for (int it = first; it < w.n_steps; ++it) issue_step(w, it);
@@ -153,8 +135,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         // Warp 1 + c: the values of consumer c's rows of each item, into info buffer ti & 1 once
         // the consumers are done with item ti - 2's; then one more (n_steps = -1) after the last.
         const int c = warp - 1;
-        uint32_t item = blockIdx.x;
-        for (int round = 0, ti = 0;; ++round, item += (round & 1) ? skip_even : skip_odd, ++ti) {
+        LocalWsRounds rounds;
+        for (int ti = 0;; rounds.next(), ++ti) {
+            const uint32_t item = rounds.item;
             const int ib = ti & 1;
             if (ti >= 2) mbar_wait(bar_iempty + 8 * ib, ((ti >> 1) - 1) & 1);
             int* const info = info0 + Smem::kInfoInts * ib;
@@ -251,26 +234,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 wgmma_fence_operand(dp);
                 // dS = P o (dP - D) into dp, P recomputed from s (no product in flight)
                 const int key0 = kt * kTileN;
-                auto grads = [&](auto full_tag) {
-                    constexpr bool kFull = decltype(full_tag)::value;
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) {
-#pragma unroll
-                        for (int nt = 0; nt < kNT; ++nt) {
-                            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -lse2[r]));
-                            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -lse2[r]));
-                            if constexpr (!kFull) {
-                                const int j = key0 + nt * 8 + 2 * t4;
-                                if (!iv[r].contains(j)) p0 = 0.f;
-                                if (!iv[r].contains(j + 1)) p1 = 0.f;
-                            }
-                            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - dsum[r]);
-                            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                        }
-                    }
-                };
-                if (full_lo <= key0 && key0 + kTileN - 1 <= full_hi) grads(std::true_type{});
-                else grads(std::false_type{});
+                if (full_lo <= key0 && key0 + kTileN - 1 <= full_hi) local_q_step_ds<true>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
+                else local_q_step_ds<false>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
                 uint32_t a[kTileN / 16][4];
                 pack_p16<Element>(dp, a);
                 wgmma_fence();
@@ -289,24 +254,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         Element* out = static_cast<Element*>(p.dq.ptr) + int64_t(b) * p.dq.batch_stride + int64_t(h) * p.dq.head_stride;
         unsigned char* tile = smem_raw + (sQ - smem_u32(smem_raw));
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int lrow = warp * 16 + g + 8 * r;
-#pragma unroll
-            for (int i = 0; i < kDT; ++i)
-                *reinterpret_cast<uint32_t*>(tile + (i / 8) * (kTileM * 128) + lrow * 128 + (((i % 8) ^ (lrow & 7)) << 4) + 4 * t4) =
-                    Tr::pack(dq[i][2 * r] * p.scale, dq[i][2 * r + 1] * p.scale);
-        }
+        for (int r = 0; r < 2; ++r) ws_stage_row<Element>(tile, dq, r, warp * 16 + g + 8 * r, p.scale, t4);
         mbar_arrive(bar_iempty + 8 * ib);   // the item's values are read (h, b, row0 above)
         group_sync(c);
-#pragma unroll
-        for (int i = 0; i < kTileM * kDT / kNumThreads; ++i) {
-            const int ci = wtid + i * kNumThreads;
-            const int lrow = ci / kDT, j = ci % kDT;
-            const int row = row0 + lrow;
-            if (row < L && j * 8 < d)
-                *reinterpret_cast<uint4*>(out + int64_t(row) * p.dq.row_stride + j * 8) =
-                    *reinterpret_cast<const uint4*>(tile + (j / 8) * (kTileM * 128) + lrow * 128 + (((j % 8) ^ (lrow & 7)) << 4));
-        }
+        ws_store_rows<Element, kHeadDim>(tile, out, p.dq.row_stride, row0, L, d, wtid);
         fence_proxy_async_smem();   // this thread's tile accesses, before the copy engine refills it
         mbar_arrive(bar_qempty + 8 * c);
     }
@@ -325,22 +276,9 @@ cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) 
     if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     LocalBwdQWsParams wp;
     wp.p = p;
-    constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
-    if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
-        !make_tma_map_bhld(&wp.tdo, p.dout.ptr, bf16, p.B, p.H, p.L, p.d, p.dout.batch_stride, p.dout.head_stride,
-                           p.dout.row_stride, kTileM) ||
-        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kTileN) ||
-        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kTileN))
-        return cudaErrorNotSupported;
-    constexpr size_t smem = LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes;
-    int ctas = 0;
-    cudaError_t err =
-        prepare_kernel<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
-    if (err != cudaSuccess) return err;
-    const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
-    const unsigned blocks = static_cast<unsigned>(grid < resident ? grid : resident);
-    local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
-    return cudaGetLastError();
+    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
+    return launch_ws_persistent<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>>(
+        wp, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream);
 }
 
 }  // namespace fwa

@@ -42,6 +42,7 @@
 #include "local_attn.h"
 #include "local_fwd_kernel.cuh"   // local_query_block, local_softmax_step
 #include "local_wgmma.cuh"
+#include "local_ws.cuh"
 
 namespace fwa {
 
@@ -153,11 +154,11 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         if (tid < 32) {
             const int lane = tid;
             int gstep = 0, ti = 0;
-            // Rounds of gridDim.x items, taken alternately in and against the order (a snake:
-            // items j, 2 P - 1 - j, 2 P + j, ... for CTA j of P). The items come heaviest first, so
-            // a CTA with a heavy item in one round gets a light one in the next (in plain round
-            // robin the first CTAs got the heaviest of every round: block256x16 0.077 -> 0.098 ms).
-            // A CTA whose item of a round is past the last one has no later round either.
+            // Rounds of gridDim.x items in snake order, as LocalWsRounds (local_ws.cuh) walks them
+            // for the backward kernels: written out here, with the epilogue below, because this
+            // kernel built from those helpers ran 1.4 % slower at d = 128 (session 27 run H:
+            // win(1024,0) 0.626 -> 0.635 ms, the same outputs). A CTA whose item of a round is past
+            // the last one has no later round either.
             const uint32_t skip_even = 2 * (gridDim.x - 1 - blockIdx.x) + 1, skip_odd = 2 * blockIdx.x + 1;
             uint32_t item = blockIdx.x;
             for (int round = 0;; ++round, item += (round & 1) ? skip_even : skip_odd) {
@@ -357,19 +358,13 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
         !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kKeys) ||
         !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kKeys))
         return cudaErrorNotSupported;
-    constexpr size_t smem = LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes;
-    int ctas = 0;
-    cudaError_t err = prepare_kernel<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages>>(smem, kNumThreads * (kCons + 1), &ctas);
-    if (err != cudaSuccess) return err;
     // Persistent: one wave (FWA_LOCAL_FWD_WS_GRID=all: a CTA per item, A/B timing)
     static const bool all = [] {
         const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
         return e != nullptr && std::string(e) == "all";
     }();
-    const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
-    const unsigned blocks = static_cast<unsigned>(all || grid < resident ? grid : resident);
-    local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages><<<blocks, kNumThreads * (kCons + 1), smem, stream>>>(wp);
-    return cudaGetLastError();
+    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages>>(
+        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream, all);
 }
 
 }  // namespace fwa
