@@ -20,14 +20,12 @@
 // Included by local_bwd_kernels.cuh after its helpers (kTwo61, local_dp_bound).
 #pragma once
 #include <climits>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "../launch_utils.h"
 #include "../tma.h"
 #include "local_attn.h"
-#include "local_fwd_ws_kernel.cuh"   // local_fwd_ws_item, LocalFwdWsItem
+#include "local_fwd_ws_kernel.cuh"   // local_fwd_ws_item, LocalFwdWsItem, the warpgroups' registers
 #include "local_wgmma.cuh"
 #include "local_ws.cuh"
 
@@ -55,9 +53,6 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
     static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack
 };
 
-// Registers per thread after setmaxnreg: those of the forward's warpgroups (producer 32, 3
-// consumers 160 = (65536 - 128 x 32) / 384).
-constexpr int kLocalBwdQWsProducerRegs = kLocalFwdWsProducerRegs;
 
 template <typename Element, int kHeadDim, int kCons, int kStages>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdQWsParams P) {
@@ -90,7 +85,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
     __syncthreads();
 
     if (wg == 0) {
-        regs_dealloc<kLocalBwdQWsProducerRegs>();
+        // registers after setmaxnreg: the forward's (producer 32, 3 consumers 160 = (65536 - 128 x 32) / 384)
+        regs_dealloc<kLocalFwdWsProducerRegs>();
         const int warp = tid >> 5, lane = tid & 31;
         if (warp == 0) {
             // The copies, from lane 0: per item the first steps' k / v (their stages free up as the
