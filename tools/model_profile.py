@@ -19,6 +19,7 @@ from _kernel_times import gpu_time_by_kernel  # noqa: E402  (tools/, the script'
 
 
 def short(name: str) -> str:
+    name = name.replace("(anonymous namespace)::", "")
     for key in ("fwa::", "triton_", "cutlass", "sm90_", "sm80_", "gemm", "elementwise", "reduce_kernel",
                 "Memset", "Memcpy"):
         j = name.find(key)

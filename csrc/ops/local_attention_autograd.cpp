@@ -43,6 +43,9 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
     ctx->saved_data["block"] = block;
     ctx->saved_data["scale"] = scale;
     ctx->mark_non_differentiable({lse});
+    // no zero-filled gradient for lse (autograd would allocate and fill one per backward); an
+    // undefined gradient of out is handled in backward
+    ctx->set_materialize_grads(false);
     return {out, lse};
   }
 

@@ -107,6 +107,7 @@ class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> 
                             logit_scale.value_or(at::Tensor())});
     ctx->saved_data["scale"] = scale;
     ctx->mark_non_differentiable({lse});
+    ctx->set_materialize_grads(false);   // no zero-filled gradient for lse; undefined dout: see backward
     return {out, lse};
   }
 
@@ -132,6 +133,7 @@ class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindow
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
     ctx->mark_non_differentiable({lse, rng_state});
+    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state
     return {out, lse, rng_state};
   }
 
@@ -178,6 +180,7 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
     ctx->mark_non_differentiable({lse, rng_state});
+    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state
     return {out, lse, rng_state};
   }
 
