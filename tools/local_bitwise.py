@@ -17,6 +17,9 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import flash_window_attn as fwa  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bitwise import bitwise_main  # noqa: E402
+
 SLIDING = [  # (B, H, Hkv, L, d, window, causal)
     (2, 4, 2, 1000, 32, (100, 50), False),
     (1, 8, 1, 4096, 64, (512, 0), False),
@@ -51,23 +54,7 @@ def run_cases():
 
 
 def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("save", "cmp"):
-        print(__doc__)
-        return 2
-    if not torch.cuda.is_available():
-        print("local_bitwise: needs a CUDA GPU")
-        return 2
-    mode, path = sys.argv[1], sys.argv[2]
-    cases = run_cases()
-    if mode == "save":
-        torch.save(cases, path)
-        print(f"saved {sum(len(c) for c in cases)} tensors to {path}")
-        return 0
-    ref = torch.load(path)
-    total = sum(len(c) for c in cases)
-    bad = sum(int(not torch.equal(a, b)) for ca, cb in zip(cases, ref) for a, b in zip(ca, cb))
-    print(f"bitwise-equal tensors: {total - bad} of {total}, differ: {bad}")
-    return 1 if bad else 0
+    return bitwise_main(run_cases, __doc__, "local_bitwise")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import flash_window_attn as fwa  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bitwise import bitwise_main  # noqa: E402
+
 CASES = [  # (B_, H, N, d, nW, mode)
     (64, 3, 49, 32, 4, "v2"),
     (30, 4, 100, 32, 5, "v2"),
@@ -58,28 +61,7 @@ def run_cases():
 
 
 def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("save", "cmp"):
-        print(__doc__)
-        return 2
-    if not torch.cuda.is_available():
-        print("window_bitwise: needs a CUDA GPU")
-        return 2
-    mode, path = sys.argv[1], sys.argv[2]
-    cases = run_cases()
-    if mode == "save":
-        torch.save(cases, path)
-        print(f"saved {sum(len(c) for c in cases)} tensors to {path}")
-        return 0
-    ref = torch.load(path)
-    total = sum(len(c) for c in cases)
-    bad = 0
-    for i, (ca, cb) in enumerate(zip(cases, ref)):
-        for j, (a, b) in enumerate(zip(ca, cb)):
-            if not torch.equal(a, b):
-                bad += 1
-                print(f"  differs: case {i} output {j}")
-    print(f"bitwise-equal tensors: {total - bad} of {total}, differ: {bad}")
-    return 1 if bad else 0
+    return bitwise_main(run_cases, __doc__, "window_bitwise")
 
 
 if __name__ == "__main__":
