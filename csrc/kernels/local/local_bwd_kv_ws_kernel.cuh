@@ -23,7 +23,6 @@
 // Included by local_bwd_kernels.cuh after its helpers (kTwo61, local_dp_bound).
 #pragma once
 #include <climits>
-#include <type_traits>
 
 #include "../launch_utils.h"
 #include "../tma.h"
@@ -34,11 +33,6 @@
 #include "local_ws.cuh"
 
 namespace fwa {
-
-struct LocalBwdKvWsParams {
-    LocalBwdParams p;
-    LocalBwdTmaMaps m;
-};
 
 template <int kHeadDim, int kCons, int kStages> struct LocalBwdKvWsSmem {
     static constexpr int kTile = kTileM * kHeadDim * 2;   // a 64-row 128-byte-swizzled tile: 8 / 16 KB
@@ -91,7 +85,7 @@ FWA_DEVICE LocalBwdKvWsItem local_bwd_kv_ws_item(const LocalBwdParams& p, const 
 }
 
 template <typename Element, int kHeadDim, int kCons, int kStages>
-__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_kv_ws_kernel(const __grid_constant__ LocalBwdKvWsParams P) {
+__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_kv_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
     static_assert(kCons >= 1 && kCons <= 3, "consumer warpgroups");
@@ -373,13 +367,8 @@ template <typename Element, int kHeadDim, int kCons, int kStages = 3>
 cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream) {
     const int64_t n_kn = ((int64_t(p.L) + kTileN - 1) / kTileN + kCons - 1) / kCons;
     const int64_t grid = n_kn * p.Hkv * p.B;
-    if (grid == 0) return cudaSuccess;
-    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-    LocalBwdKvWsParams wp;
-    wp.p = p;
-    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
-    return launch_ws_persistent<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>>(
-        wp, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream);
+    return launch_local_bwd_ws<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>, Element, kCons>(
+        p, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
 }
 
 }  // namespace fwa

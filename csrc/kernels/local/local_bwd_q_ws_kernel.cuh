@@ -20,7 +20,6 @@
 // Included by local_bwd_kernels.cuh after its helpers (kTwo61, local_dp_bound).
 #pragma once
 #include <climits>
-#include <type_traits>
 
 #include "../launch_utils.h"
 #include "../tma.h"
@@ -30,11 +29,6 @@
 #include "local_ws.cuh"
 
 namespace fwa {
-
-struct LocalBwdQWsParams {
-    LocalBwdParams p;
-    LocalBwdTmaMaps m;
-};
 
 template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
     static constexpr int kTile = kTileM * kHeadDim * 2;   // a 64-row 128-byte-swizzled tile: 8 / 16 KB
@@ -55,7 +49,7 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
 
 
 template <typename Element, int kHeadDim, int kCons, int kStages>
-__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdQWsParams P) {
+__global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
     static_assert(kCons >= 1 && kCons <= 3, "warps 1 .. kCons of the producer warpgroup write the items' rows");
@@ -268,13 +262,8 @@ template <typename Element, int kHeadDim, int kCons, int kStages = 2>
 cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
-    if (grid == 0) return cudaSuccess;
-    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-    LocalBwdQWsParams wp;
-    wp.p = p;
-    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
-    return launch_ws_persistent<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>>(
-        wp, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream);
+    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>, Element, kCons>(
+        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
 }
 
 }  // namespace fwa

@@ -86,6 +86,12 @@ FWA_DEVICE void ws_store_rows(const unsigned char* tile, Element* out, int64_t r
 struct LocalBwdTmaMaps {
     CUtensorMap tq, tdo, tk, tv;
 };
+// The parameters of both warp-specialised backward kernels (one __grid_constant__ struct: the
+// maps must live in parameter, constant or global memory).
+struct LocalBwdWsParams {
+    LocalBwdParams p;
+    LocalBwdTmaMaps m;
+};
 inline bool make_local_bwd_tma_maps(LocalBwdTmaMaps* m, const LocalBwdParams& p, bool bf16) {
     return make_tma_map_bhld(&m->tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) &&
            make_tma_map_bhld(&m->tdo, p.dout.ptr, bf16, p.B, p.H, p.L, p.d, p.dout.batch_stride, p.dout.head_stride,
@@ -106,6 +112,19 @@ cudaError_t launch_ws_persistent(const Params& params, int64_t items, size_t sme
     const unsigned blocks = static_cast<unsigned>(all || items < resident ? items : resident);
     Kernel<<<blocks, threads, smem, stream>>>(params);
     return cudaGetLastError();
+}
+
+// Launch a warp-specialised backward kernel (kCons consumer warpgroups and the producer one) over
+// `items` work items with p's tensor maps. Returns cudaErrorNotSupported, launching nothing, where
+// a tensor map cannot be made (the caller then runs the kernel without TMA).
+template <auto Kernel, typename Element, int kCons>
+cudaError_t launch_local_bwd_ws(const LocalBwdParams& p, int64_t items, size_t smem, cudaStream_t stream) {
+    if (items == 0) return cudaSuccess;
+    if (items > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    LocalBwdWsParams wp;
+    wp.p = p;
+    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
+    return launch_ws_persistent<Kernel>(wp, items, smem, kNumThreads * (kCons + 1), stream);
 }
 
 }  // namespace fwa
