@@ -68,7 +68,8 @@ __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __rest
     }
 }
 
-// One thread per position e of the N x N index: bias[hh, e] = 16 * sig[index[e], hh].
+// One thread per position e of the N x N index: bias[hh, e] = 16 * sig[index[e], hh]. (One thread
+// per (head, position), session 29, was slower: 4.3 -> 7.0 us at N = 256, H = 24.)
 __global__ void cpb_gather_kernel(CpbParams p, const float* __restrict__ sig, float* __restrict__ bias) {
     const int64_t nn = int64_t(p.N) * p.N;
     const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -93,12 +94,15 @@ __global__ void cpb_csr_offsets_kernel(const int64_t* __restrict__ keys, int64_t
 // One warp per table row t: dpre[t, hh] = 16 * sig (1 - sig) * sum of grad[hh, e] over row t's
 // positions e (its CSR slice). Lane l takes the slice's entries l, l + 32, ... and sums every head
 // for each (MaxH accumulators), then one reduction tree per head: a fixed order, deterministic.
+// The entries are taken kUnroll at a time (their order, index and grad loads issued together: one
+// at a time, each entry cost three dependent round trips), added in the same order.
 // NaN where the CSR does not describe index (see swin_cpb.h).
 template <int MaxH>
 __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1,
                                   int64_t gs2, const int64_t* __restrict__ order,
                                   const int64_t* __restrict__ offsets, const float* __restrict__ sig,
                                   float* __restrict__ dpre) {
+    constexpr int kUnroll = MaxH <= 16 ? 4 : MaxH <= 32 ? 2 : 1;   // MaxH 64 at 2: spills
     const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
     if (t >= p.T) return;
@@ -108,15 +112,28 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
     float acc[MaxH];
 #pragma unroll
     for (int hh = 0; hh < MaxH; ++hh) acc[hh] = 0.f;
-    for (int64_t k = beg + lane; k < end && !bad; k += 32) {
-        const int64_t e = order[k];
-        bad = e < 0 || e >= nn || p.index[e] != t;
-        if (bad) break;
-        const int64_t i = e / p.N, j = e - i * p.N;
-        const float* g = grad + i * gs1 + j * gs2;
+    for (int64_t k0 = beg + lane; k0 < end && !bad; k0 += 32 * kUnroll) {
+        int64_t e[kUnroll];
+        bool in[kUnroll];
 #pragma unroll
-        for (int hh = 0; hh < MaxH; ++hh)
-            if (hh < p.H) acc[hh] += g[int64_t(hh) * gs0];
+        for (int u = 0; u < kUnroll; ++u) {
+            const int64_t k = k0 + 32 * u;
+            e[u] = k < end ? order[k] : -1;
+            in[u] = e[u] >= 0 && e[u] < nn;
+            bad = bad || (k < end && !in[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) bad = bad || (in[u] && p.index[e[u]] != t);
+        if (bad) break;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (!in[u]) continue;   // past the slice's end
+            const int64_t i = e[u] / p.N, j = e[u] - i * p.N;
+            const float* g = grad + i * gs1 + j * gs2;
+#pragma unroll
+            for (int hh = 0; hh < MaxH; ++hh)
+                if (hh < p.H) acc[hh] += g[int64_t(hh) * gs0];
+        }
     }
     bad = __any_sync(kFull, bad);
 #pragma unroll
@@ -135,22 +152,24 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 //   dw2[hh, c] = sum_t dpre[t, hh] h[t, c]
 //   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
 //   dw1[c, :]  = sum_t dh[t, c] coords[t, :],  db1[c] = sum_t dh[t, c]
-// A block takes kCols = 8 columns c and all t: lane l works on column l % 8 and the rows of phase
-// l / 8, warp w on rows 4 w + phase, 4 w + phase + 4 kWarps, ... (hidden / 8 blocks: 64 for timm's
-// 512; with 32 columns per block, 16 blocks issued all the work on 16 SMs). dpre comes through
-// shared memory kRows rows at a time (one coalesced load per chunk, then broadcast reads, rows
-// padded to H + 1 floats so the 4 rows a warp reads at once sit in different banks). Per-column sums
-// in registers (MaxH of them for dw2), combined over the 4 phases by xor-shuffles and across the
-// warps in smem in warp order: deterministic.
+// A block takes kCols = 4 columns c and all t: lane l works on column l % 4 and the rows of phase
+// l / 4, warp w on rows 8 w + phase, 8 w + phase + 8 kWarps, ... (hidden / 4 blocks: 128 for timm's
+// 512. The latency of each thread's serial walk over its rows bounds the kernel: 8 columns per block
+// (64 blocks, half the SMs, twice the rows per thread) ran 9-26 us at H = 3-24, 4 columns 1.x-2x
+// less, session 29). dpre comes through shared memory kRows rows at a time (one coalesced load per
+// chunk, then broadcast reads, rows padded to H + 1 floats so that the 8 rows a warp reads at once
+// sit in different banks for even H), the next chunk's loaded into registers while the current one
+// is computed. Per-column sums in registers (MaxH of them for dw2), combined over the 8 phases by
+// xor-shuffles and across the warps in smem in warp order: deterministic.
 template <int MaxH, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
 cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
                    float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2) {
-    constexpr int kCols = 8, kPhases = 32 / kCols;
-    constexpr int kRowStep = kWarps * kPhases;   // rows per pass of the block
-    constexpr int kRows = 2 * kRowStep;          // rows per dpre chunk
+    constexpr int kCols = 4, kPhases = 32 / kCols;
+    constexpr int kRows = kWarps * kPhases;        // rows per dpre chunk: one per thread
     __shared__ float dsm[kRows * (MaxH + 1)];
-    __shared__ float red[kWarps][kCols];
+    constexpr int kQuantities = MaxH + 3;          // dw2's MaxH rows, dw1's 2 columns, db1
+    __shared__ float red[kQuantities][kWarps][kCols];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     const int cl = lane % kCols, phase = lane / kCols;
     const int c = blockIdx.x * kCols + cl;
@@ -163,61 +182,89 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
         acc2[hh] = 0.f;
     }
     float a_w0 = 0.f, a_w1 = 0.f, a_b = 0.f;
+    constexpr int kLoads = (kRows * MaxH + kWarps * 32 - 1) / (kWarps * 32);
+    const int r_mine = warp * kPhases + phase;   // this thread's row of every chunk
+    float nd[kLoads], nh;
+    auto fetch = [&](int t0) {
+        const int rows = min(kRows, p.T - t0);
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) {
+            const int x = threadIdx.x + l * kWarps * 32;
+            nd[l] = x < rows * p.H ? dpre[int64_t(t0) * p.H + x] : 0.f;
+        }
+        nh = (col && r_mine < rows) ? h[int64_t(t0 + r_mine) * p.hidden + c] : 0.f;
+    };
+    // MaxH 64: no prefetch (its registers would spill), each chunk loaded at its start
+    constexpr bool kPrefetch = MaxH <= 32;
+    if (kPrefetch) fetch(0);
     for (int t0 = 0; t0 < p.T; t0 += kRows) {
         const int rows = min(kRows, p.T - t0);
+        if (!kPrefetch) fetch(t0);
         __syncthreads();   // the previous chunk's readers are done
-        for (int x = threadIdx.x; x < rows * p.H; x += kWarps * 32) {
-            const int r = x / p.H;
-            dsm[r * pitch + (x - r * p.H)] = dpre[int64_t(t0) * p.H + x];
-        }
-        __syncthreads();
-        if (col) {
-            for (int r = warp * kPhases + phase; r < rows; r += kRowStep) {
-                const int64_t t = t0 + r;
-                const float hv = h[t * p.hidden + c];
-                const float* d = dsm + r * pitch;
-                float s = 0.f;
 #pragma unroll
-                for (int hh = 0; hh < MaxH; ++hh) {
-                    if (hh < p.H) {
-                        const float dv = d[hh];
-                        acc2[hh] = fmaf(dv, hv, acc2[hh]);
-                        s = fmaf(dv, w2c[hh], s);
-                    }
-                }
-                const float dh = hv > 0.f ? s : 0.f;
-                a_w0 = fmaf(dh, p.coords[2 * t], a_w0);
-                a_w1 = fmaf(dh, p.coords[2 * t + 1], a_w1);
-                a_b += dh;
+        for (int l = 0; l < kLoads; ++l) {
+            const int x = threadIdx.x + l * kWarps * 32;
+            if (x < rows * p.H) {
+                const int r = x / p.H;
+                dsm[r * pitch + (x - r * p.H)] = nd[l];
             }
         }
-    }
-    // combine one quantity over the phases (lanes l, l ^ 8, l ^ 16, l ^ 24), then the warps
-    auto combine = [&](float v) -> float {
-        v += __shfl_xor_sync(kFull, v, 8);
-        v += __shfl_xor_sync(kFull, v, 16);
-        if (phase == 0) red[warp][cl] = v;
+        const float hv = nh;
         __syncthreads();
-        float r = 0.f;
-        if (warp == 0) {
+        if (kPrefetch && t0 + kRows < p.T) fetch(t0 + kRows);
+        if (col && r_mine < rows) {
+            const int64_t t = t0 + r_mine;
+            const float* d = dsm + r_mine * pitch;
+            float s = 0.f;
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w) r += red[w][cl];
+            for (int hh = 0; hh < MaxH; ++hh) {
+                if (hh < p.H) {
+                    const float dv = d[hh];
+                    acc2[hh] = fmaf(dv, hv, acc2[hh]);
+                    s = fmaf(dv, w2c[hh], s);
+                }
+            }
+            const float dh = hv > 0.f ? s : 0.f;
+            a_w0 = fmaf(dh, p.coords[2 * t], a_w0);
+            a_w1 = fmaf(dh, p.coords[2 * t + 1], a_w1);
+            a_b += dh;
         }
-        __syncthreads();
-        return r;
+    }
+    // Every quantity combined at once (a barrier pair per quantity cost ~2 (H + 3) barriers):
+    // over the phases (lanes l, l ^ 4, ..., l ^ 28) by xor-shuffles, each warp's column sums into
+    // red (one barrier), then the thread of (quantity, column) adds the warps in warp order.
+    auto phase_sum = [&](float v) -> float {
+#pragma unroll
+        for (int o = kCols; o < 32; o <<= 1) v += __shfl_xor_sync(kFull, v, o);
+        return v;
     };
 #pragma unroll
     for (int hh = 0; hh < MaxH; ++hh) {
         if (hh < p.H) {   // uniform across the block
-            const float r = combine(acc2[hh]);
-            if (warp == 0 && phase == 0 && col) dw2[int64_t(hh) * p.hidden + c] = r;
+            const float v = phase_sum(acc2[hh]);
+            if (phase == 0) red[hh][warp][cl] = v;
         }
     }
-    const float r0 = combine(a_w0), r1 = combine(a_w1), rb = combine(a_b);
-    if (warp == 0 && phase == 0 && col) {
-        dw1[2 * int64_t(c)] = r0;
-        dw1[2 * int64_t(c) + 1] = r1;
-        if (db1 != nullptr) db1[c] = rb;
+    {
+        const float v0 = phase_sum(a_w0), v1 = phase_sum(a_w1), vb = phase_sum(a_b);
+        if (phase == 0) {
+            red[MaxH][warp][cl] = v0;
+            red[MaxH + 1][warp][cl] = v1;
+            red[MaxH + 2][warp][cl] = vb;
+        }
+    }
+    __syncthreads();
+    for (int x = threadIdx.x; x < kQuantities * kCols; x += kWarps * 32) {
+        const int q = x / kCols, cc = x - q * kCols;
+        const int cq = blockIdx.x * kCols + cc;
+        if ((q >= p.H && q < MaxH) || cq >= p.hidden) continue;
+        float r = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) r += red[q][w][cc];
+        if (q < MaxH) dw2[int64_t(q) * p.hidden + cq] = r;
+        else if (q == MaxH) dw1[2 * int64_t(cq)] = r;
+        else if (q == MaxH + 1) dw1[2 * int64_t(cq) + 1] = r;
+        else if (db1 != nullptr) db1[cq] = r;
     }
 }
 
@@ -233,7 +280,7 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
         if (err != cudaSuccess) return err;
     }
     constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
-    const unsigned blocks = static_cast<unsigned>((p.hidden + 7) / 8);
+    const unsigned blocks = static_cast<unsigned>((p.hidden + 3) / 4);   // kCols columns each
     cpb_mlp_bwd_kernel<MaxH, kWarps><<<blocks, kWarps * 32, 0, s>>>(p, h, dpre, dw1, db1, dw2);
     return cudaGetLastError();
 }
