@@ -162,6 +162,23 @@ def test_logit_scale_far_above_clamp(device, dt, N):
     torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize("device,dt", DEVICE_DTYPES)
+@pytest.mark.parametrize("N", [64, 144, 256])
+def test_logit_scale_around_fixed_shift_bound(device, dt, N):
+    """The CUDA forward's two softmax forms (fwd_wgmma_kernel.cuh, kFwdFixedMaxShift): heads with
+    alpha = 3 and 34.5 take the fixed shift alpha log2(e) + max_j bm_ij, heads with alpha = 35 and 100
+    the running maximum; with a bias of large spread (std 8) plus entries of -1e4, and the shift
+    mask, every head matches the float64 reference, in the forward and every gradient."""
+    H = 4
+    values = [math.log(3.0), math.log(34.5), math.log(35.0), LN100_F32]
+    problem = make_problem(4, H, N, 32, dtype=FP[dt], device=device, version="v2", bias="hnn",
+                           mask="shift", nW=2, logit_scale=values, logit_scale_shape="h", bias_std=8.0,
+                           seed=1350 + N)
+    with torch.no_grad():
+        problem.bias[:, ::7, ::5] = -1e4   # far below the row's other logits: P underflows to 0
+    check(problem)
+
+
 # ------------------------------------------------------------------------------------------------
 # -inf rows
 # ------------------------------------------------------------------------------------------------

@@ -56,6 +56,22 @@ constexpr int kFwdWgThreads = 128;    // one warpgroup
 // faster at N = 100: session 18 run 9).
 constexpr int kFwdWgMaxGroups = 4;
 
+// Cosine attention (V2) bounds every logit: in log2 units S_ij = alpha log2(e) cos_ij + bm_ij with
+// |cos_ij| <= 1, so m_i = alpha log2(e) + max_j bm_ij is at least the row's maximum and at most
+// 2 alpha log2(e) above it. Where that gap is at most kFwdFixedMaxShift (alpha <= 34.6; timm and
+// transformers start at alpha = 10), the softmax takes m_i as its shift, fixed for the CTA (its rows
+// and head): P = exp2(S - m_i) <= 1 needs no running maximum and no rescaling of the output
+// accumulators, and the strip holds bm - m_i, so a logit costs one FMUL, one FFMA and the exp2.
+// Nothing underflows that matters: the terms within 2^-24 of the row's largest are >= 2^-124, fp32
+// and bf16 normals. Otherwise (V1, larger alpha) the online softmax with the running maximum.
+// Only at 16-bit P of bf16 (fp16's normals end at 2^-14: its P would lose the row) and Npad 256
+// (session 29 run F, bf16 V2: forward (1024, 6, 256) 0.355 -> 0.323 ms, (512, 4, 256) 0.127 ->
+// 0.117; at Npad 64 and 192 the form cost more than it saved, +3-5 %, with more spilling):
+// fwd_wgmma_fixed_form.
+constexpr float kFwdFixedMaxShift = 100.f;
+template <typename Element, int kKeys>
+constexpr bool fwd_wgmma_fixed_form() { return kKeys == 256 && std::is_same<Element, __nv_bfloat16>::value; }
+
 template <int kKeys> struct FwdWgmmaLayout {
     static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 64, 128, 192 or 256");
     // Npad = 64: two buffers of q / k / v per warpgroup (the next window's copies overlap all of
@@ -75,7 +91,10 @@ template <int kKeys> struct FwdWgmmaLayout {
     static constexpr size_t kOnesBytes = 1024;
     static FWA_HOST_DEVICE size_t strip_offset(int groups) { return size_t(groups) * kGroupBytes; }
     static FWA_HOST_DEVICE size_t ones_offset(int groups) { return (strip_offset(groups) + kStripBytes + 1023) / 1024 * 1024; }
-    static size_t bytes(int groups) { return 1024 /* alignment slack */ + ones_offset(groups) + kOnesBytes; }
+    // the fixed shifts of the strip's 64 rows (kFwdFixedMaxShift; Npad 256 only)
+    static constexpr size_t kRowMaxBytes = kKeys == 256 ? kTileM * sizeof(float) : 0;
+    static FWA_HOST_DEVICE size_t row_max_offset(int groups) { return ones_offset(groups) + kOnesBytes; }
+    static size_t bytes(int groups) { return 1024 /* alignment slack */ + row_max_offset(groups) + kRowMaxBytes; }
 };
 
 // K-major q / k operands: sw64_kmajor_desc at a tile's first k16 step; step ks is 32 ks bytes into
@@ -225,6 +244,39 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         fence_proxy_async_smem();   // read by wgmma (the async proxy)
     }
     __syncthreads();
+    // The fixed shifts (kFwdFixedMaxShift): row max of the strip (2 threads per row), m_i into
+    // sRowMax, the strip's row less m_i in place. A row whose strip is all -inf (or -inf and NaN)
+    // keeps its strip and m_i = -inf: P = 0 (or NaN), as with the running maximum.
+    constexpr bool kFixedForm = fwd_wgmma_fixed_form<Element, kKeys>();
+    const bool fixed_max = kFixedForm && cosine && 2.f * alpha * kLog2e <= kFwdFixedMaxShift;
+    float* sRowMax = reinterpret_cast<float*>(smem_raw + (base + Layout::row_max_offset(groups) - raw));
+    if (kFixedForm && fixed_max) {
+        if (threadIdx.x < 2 * kTileM) {
+            constexpr int kHalf = kKeys / 2;
+            float* row = sBm + (threadIdx.x >> 1) * Layout::kBmPitch + (threadIdx.x & 1) * kHalf;
+            float m = -INFINITY;
+#pragma unroll 8
+            for (int c = 0; c < kHalf; c += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(row + c);
+                m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+            }
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+            const float m_fix = m == -INFINITY ? -INFINITY : m + alpha * kLog2e;
+            if ((threadIdx.x & 1) == 0) sRowMax[threadIdx.x >> 1] = m_fix;
+            if (m_fix != -INFINITY) {
+#pragma unroll 8
+                for (int c = 0; c < kHalf; c += 4) {
+                    float4 v = *reinterpret_cast<const float4*>(row + c);
+                    v.x -= m_fix;
+                    v.y -= m_fix;
+                    v.z -= m_fix;
+                    v.w -= m_fix;
+                    *reinterpret_cast<float4*>(row + c) = v;
+                }
+            }
+        }
+        __syncthreads();
+    }
     if (n_win <= 0) return;
     if constexpr (!kDouble) {
         issue_qk(window_of(0), 0);
@@ -347,7 +399,13 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         float o[5][4];
 #pragma unroll
         for (int i = 0; i < 5; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+        // (fixed_max: the rows' fixed shifts, for the lse; kept in registers across the window
+        // loop, 2 more live values made ptxas spill ~5x more at Npad 256)
         float m_run[2] = {-INFINITY, -INFINITY};
+        if (kFixedForm && fixed_max) {
+            m_run[0] = sRowMax[warp * 16 + g];
+            m_run[1] = sRowMax[warp * 16 + g + 8];
+        }
         // S of block kt + 1 is issued before block kt's softmax (its accumulators are the other
         // buffer of sb), so the tensor cores compute it while the softmax runs; P v of block kt
         // completes with it at the top of the next block.
@@ -381,38 +439,54 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             const float* bm_row0 = sBm + (warp * 16 + g) * Layout::kBmPitch + kt * kBN + 2 * t4;
             const float* bm_row1 = bm_row0 + 8 * Layout::kBmPitch;
             const float* kinv_t = kinv + kt * kBN + 2 * t4;
-            float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};   // [row][n8 tile parity]
+            // one branch per block, uniform over the CTA (two copies of the window loop, one per form,
+            // made ptxas spill ~10x more at Npad 256)
+            if (kFixedForm && fixed_max) {
+                // P = exp2(S - m_i) with the strip already less m_i
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
-                const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
-                const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
-                s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf.x, b0.x);
-                s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf.y, b0.y);
-                s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf.x, b1.x);
-                s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf.y, b1.y);
-                mx[0][nt & 1] = fmaxf(mx[0][nt & 1], fmaxf(s[nt][0], s[nt][1]));
-                mx[1][nt & 1] = fmaxf(mx[1][nt & 1], fmaxf(s[nt][2], s[nt][3]));
-            }
-            float m_use[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const float m_new = fmaxf(m_run[r], quad_max(fmaxf(mx[r][0], mx[r][1])));
-                m_use[r] = m_new == -INFINITY ? 0.f : m_new;   // a row of -inf so far: P = 0, not NaN
-                if (kt > 0) {
-                    const float corr = fast_exp2(m_run[r] - m_use[r]);   // exp2(-inf) = 0
-#pragma unroll
-                    for (int i = 0; i < 5; ++i) {
-                        o[i][2 * r] *= corr;
-                        o[i][2 * r + 1] *= corr;
-                    }
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
+                    const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
+                    const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
+                    s[nt][0] = fast_exp2(fmaf(s[nt][0] * row_factor[0], kf.x, b0.x));
+                    s[nt][1] = fast_exp2(fmaf(s[nt][1] * row_factor[0], kf.y, b0.y));
+                    s[nt][2] = fast_exp2(fmaf(s[nt][2] * row_factor[1], kf.x, b1.x));
+                    s[nt][3] = fast_exp2(fmaf(s[nt][3] * row_factor[1], kf.y, b1.y));
                 }
-                m_run[r] = m_new;
-            }
+            } else {
+                float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};   // [row][n8 tile parity]
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
+                for (int nt = 0; nt < kNT; ++nt) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
+                    const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
+                    const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
+                    s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf.x, b0.x);
+                    s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf.y, b0.y);
+                    s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf.x, b1.x);
+                    s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf.y, b1.y);
+                    mx[0][nt & 1] = fmaxf(mx[0][nt & 1], fmaxf(s[nt][0], s[nt][1]));
+                    mx[1][nt & 1] = fmaxf(mx[1][nt & 1], fmaxf(s[nt][2], s[nt][3]));
+                }
+                float m_use[2];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(s[nt][e] - m_use[e >> 1]);
+                for (int r = 0; r < 2; ++r) {
+                    const float m_new = fmaxf(m_run[r], quad_max(fmaxf(mx[r][0], mx[r][1])));
+                    m_use[r] = m_new == -INFINITY ? 0.f : m_new;   // a row of -inf so far: P = 0, not NaN
+                    if (kt > 0) {
+                        const float corr = fast_exp2(m_run[r] - m_use[r]);   // exp2(-inf) = 0
+#pragma unroll
+                        for (int i = 0; i < 5; ++i) {
+                            o[i][2 * r] *= corr;
+                            o[i][2 * r + 1] *= corr;
+                        }
+                    }
+                    m_run[r] = m_new;
+                }
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(s[nt][e] - m_use[e >> 1]);
+            }   // online softmax
 
             // P as the register A operand: k16 step kk covers S's n8 tiles 2 kk and 2 kk + 1.
             uint32_t a[kKK][4];
