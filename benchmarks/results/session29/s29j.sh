@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Session 29 run J (s29g = main 1fa0cd5's kernels): bench_models window16, swapped and ceiling,
+# eager and compiled, with the host issue time per step (host-bound flag), JSON / PNG under $OUT.
+export PYTHONPATH=$PWD
+python tools/device/unxz.py tools/device/s29g_so/_C.abi3.so.xz flash_window_attn/_C.abi3.so
+timeout 540 python benchmarks/bench_models.py --models swinv2_tiny_window16_256 --variants swap,swap_compile,ceiling,ceiling_compile --out $OUT/models-w16-s29.json > $OUT/models-w16-s29.log 2>&1
+tail -30 $OUT/models-w16-s29.log
