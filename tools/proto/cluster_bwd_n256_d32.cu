@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "kernels/wgmma.cuh"
+#include "proto_bwd_block.cuh"
 #include "proto_bwd_harness.h"
 #include "proto_sw64.cuh"
 
@@ -153,47 +154,13 @@ __device__ __forceinline__ void fused_block(const FusedParams& p, uint32_t sK, u
                                             uint32_t sDs, const float* lse_s, const float* dsum_s, const float* sBm, int qb,
                                             int wg, int warp, int lane, int g, int t4, bool first, float (&db)[8][4],
                                             float (&dk)[kD / 8][4], float (&dv)[kD / 8][4], float (&dq)[kD / 8][4]) {
-    float s[8][4], dp[8][4];
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < kD / 16; ++ks) wgmma_m64n64k16_ss_bf16(s, kmaj_desc(sK, ks), kmaj_desc(sQ + qb * 64 * 64, ks), ks > 0);
-#pragma unroll
-    for (int ks = 0; ks < kD / 16; ++ks) wgmma_m64n64k16_ss_bf16(dp, kmaj_desc(sV, ks), kmaj_desc(sO + qb * 64 * 64, ks), ks > 0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operand(s);
-    wgmma_fence_operand(dp);
-
-    // thread's element (nt, e): key row warp * 16 + g + 8 (e >> 1), query qb * 64 + nt * 8 + 2 t4 + (e & 1)
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-        const int qc = qb * 64 + nt * 8 + 2 * t4;
-        const float l0 = lse_s[qc], l1 = lse_s[qc + 1], d0 = dsum_s[qc], d1 = dsum_s[qc + 1];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int key = warp * 16 + g + 8 * (e >> 1), qq = qc + (e & 1);
-            const float x = fmaf(s[nt][e], p.scale_log2, sBm[qq * kBmPitch + key]) - ((e & 1) ? l1 : l0);
-            const float pr = fast_exp2(x);
-            const float ds = pr * (dp[nt][e] - ((e & 1) ? d1 : d0));
-            s[nt][e] = pr;
-            dp[nt][e] = ds;
-#ifndef PROTO_NO_DBIAS
-            db[nt][e] += ds;
+#ifdef PROTO_NO_DBIAS
+    constexpr bool kDbias = false;
+#else
+    constexpr bool kDbias = true;
 #endif
-        }
-    }
     uint32_t pa[4][4], da[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-        pa[kk][0] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][0], s[2 * kk][1]);
-        pa[kk][1] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk][2], s[2 * kk][3]);
-        pa[kk][2] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[kk][3] = ElementTraits<__nv_bfloat16>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        da[kk][0] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk][0], dp[2 * kk][1]);
-        da[kk][1] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk][2], dp[2 * kk][3]);
-        da[kk][2] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-        da[kk][3] = ElementTraits<__nv_bfloat16>::pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-    }
+    proto::kv_block_p_ds<kDbias>(sK, sV, sQ, sO, lse_s, dsum_s, sBm, kBmPitch, qb, warp, g, t4, p.scale_log2, db, pa, da);
 #ifndef PROTO_NO_DQ
     // dS (queries as rows) into the staging block: matrix mi = lane / 8 of stmatrix kk is query tile
     // nt = 2 kk + mi / 2, keys 16 warp + 8 (mi & 1) .. + 7 (16-byte chunk c8 = 2 warp + (mi & 1) of the
@@ -417,47 +384,7 @@ int main(int argc, char** argv) {
                 proto::count_nan(hdq) + proto::count_nan(hdk) + proto::count_nan(hdv) + proto::count_nan(hpart),
                 3 * elems + hpart.size());
 
-    std::vector<double> P, dS, dbias_ref(size_t(kN) * kN, 0.0);
-    double err[3] = {0, 0, 0}, mx[3] = {0, 0, 0};   // dq, dk, dv
-    const bool full = W <= 128;
-    for (int wi = 0; wi < W; ++wi) {
-        const bool check_w = wi == 0 || wi == 1 || wi == W / 2 || wi == W - 1;
-        if (!full && !check_w) continue;
-        proto::ref_p_ds(pr, bd, wi, P, dS);
-        if (full)
-            for (size_t e = 0; e < dS.size(); ++e) dbias_ref[e] += dS[e];
-        if (!check_w) continue;
-        const size_t o0 = size_t(wi) * kN * kD;
-        for (int i = 0; i < kN; ++i)
-            for (int c = 0; c < kD; ++c) {
-                double rq = 0.0, rk = 0.0, rv = 0.0;
-                for (int jk = 0; jk < kN; ++jk) {
-                    rq += dS[i * kN + jk] * proto::bf64(pr.hk[o0 + jk * kD + c]);
-                    // i as the key here: dk_i = Σ_q dS[q][i] q_q, dv_i = Σ_q P[q][i] dout_q
-                    rk += dS[jk * kN + i] * proto::bf64(pr.hq[o0 + jk * kD + c]);
-                    rv += P[jk * kN + i] * proto::bf64(bd.hdo[o0 + jk * kD + c]);
-                }
-                const double ref[3] = {rq * pr.scale, rk * pr.scale, rv};
-                const double got[3] = {hdq[o0 + i * kD + c], hdk[o0 + i * kD + c], hdv[o0 + i * kD + c]};
-                for (int t = 0; t < 3; ++t) {
-                    err[t] = std::max(err[t], std::isnan(got[t]) ? 1e30 : std::fabs(got[t] - ref[t]));
-                    mx[t] = std::max(mx[t], std::fabs(ref[t]));
-                }
-            }
-    }
-    // P and dS enter the products as bf16 (as in the product's kernels): ~3e-3 relative
-    std::printf("dq: max |err| %.3e (max |ref| %.3e); dk: %.3e (%.3e); dv: %.3e (%.3e) over 4 windows\n", err[0], mx[0],
-                err[1], mx[1], err[2], mx[2]);
-    if (full) {
-        double err_b = 0, max_b = 0;
-        for (size_t e = 0; e < dbias_ref.size(); ++e) {
-            double got = 0.0;
-            for (int c = 0; c < clusters; ++c) got += hpart[size_t(c) * kN * kN + e];
-            err_b = std::max(err_b, std::isnan(got) ? 1e30 : std::fabs(got - dbias_ref[e]));
-            max_b = std::max(max_b, std::fabs(dbias_ref[e]));
-        }
-        std::printf("dbias (cluster partials summed): max |err| %.3e (max |ref| %.3e) over %d windows\n", err_b, max_b, W);
-    }
+    proto::check_bwd(pr, bd, &hdq, &hdk, &hdv, &hpart, clusters);
     // determinism: a second run gives the same bits
     std::vector<float> hdq2(elems);
     launch();

@@ -94,4 +94,60 @@ inline void ref_p_ds(const Problem& p, const BwdData& b, int wi, std::vector<dou
     }
 }
 
+// The backward prototypes' check against float64, printed: max |err| (NaN counts as 1e30) and max
+// |ref| of each of dq, dk, dv given (fp32 (W, N, D) host copies; nullptr: not produced) over windows
+// 0, 1, W / 2 and W - 1, and for W <= 128 of the n_parts (N, N) dbias partials summed against the
+// float64 sum of dS over all windows. References: dq = scale dS k, dk = scale dSᵀ q, dv = Pᵀ dout.
+inline void check_bwd(const Problem& p, const BwdData& b, const std::vector<float>* dq, const std::vector<float>* dk,
+                      const std::vector<float>* dv, const std::vector<float>* part, int n_parts) {
+    const int W = p.W;
+    const std::vector<float>* got[3] = {dq, dk, dv};
+    const char* names[3] = {"dq", "dk", "dv"};
+    double err[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
+    std::vector<double> P, dS, dbias_ref(size_t(kN) * kN, 0.0);
+    const bool full = part != nullptr && W <= 128;
+    for (int wi = 0; wi < W; ++wi) {
+        const bool check_w = wi == 0 || wi == 1 || wi == W / 2 || wi == W - 1;
+        if (!full && !check_w) continue;
+        ref_p_ds(p, b, wi, P, dS);
+        if (full)
+            for (size_t e = 0; e < dS.size(); ++e) dbias_ref[e] += dS[e];
+        if (!check_w) continue;
+        const size_t o0 = size_t(wi) * kN * kD;
+        for (int i = 0; i < kN; ++i)
+            for (int c = 0; c < kD; ++c) {
+                double r[3] = {0.0, 0.0, 0.0};
+                for (int j = 0; j < kN; ++j) {
+                    r[0] += dS[i * kN + j] * bf64(p.hk[o0 + j * kD + c]);
+                    // i as the key: dk_i = Σ_q dS[q][i] q_q, dv_i = Σ_q P[q][i] dout_q
+                    r[1] += dS[j * kN + i] * bf64(p.hq[o0 + j * kD + c]);
+                    r[2] += P[j * kN + i] * bf64(b.hdo[o0 + j * kD + c]);
+                }
+                r[0] *= p.scale;
+                r[1] *= p.scale;
+                for (int t = 0; t < 3; ++t) {
+                    if (got[t] == nullptr) continue;
+                    const double g = (*got[t])[o0 + i * kD + c];
+                    err[t] = std::max(err[t], std::isnan(g) ? 1e30 : std::fabs(g - r[t]));
+                    mx[t] = std::max(mx[t], std::fabs(r[t]));
+                }
+            }
+    }
+    // P and dS enter the products as bf16 (as in the product's kernels): ~3e-3 relative
+    for (int t = 0; t < 3; ++t)
+        if (got[t] != nullptr)
+            std::printf("%s: max |err| %.3e (max |ref| %.3e) over 4 windows\n", names[t], err[t], mx[t]);
+    if (full) {
+        double err_b = 0, max_b = 0;
+        for (size_t e = 0; e < dbias_ref.size(); ++e) {
+            double g = 0.0;
+            for (int c = 0; c < n_parts; ++c) g += (*part)[size_t(c) * kN * kN + e];
+            err_b = std::max(err_b, std::isnan(g) ? 1e30 : std::fabs(g - dbias_ref[e]));
+            max_b = std::max(max_b, std::fabs(dbias_ref[e]));
+        }
+        // dS is fp32 (P from the fp32 logits): ~1e-6 relative per window, summed over W
+        std::printf("dbias (partials summed): max |err| %.3e (max |ref| %.3e) over %d windows\n", err_b, max_b, W);
+    }
+}
+
 }  // namespace proto

@@ -239,39 +239,7 @@ int main(int argc, char** argv) {
     check(cudaMemcpy(hpart.data(), d_part, hpart.size() * 4, cudaMemcpyDeviceToHost), "copy dbias");
     std::printf("NaN (unwritten) outputs: %zu of %zu\n", proto::count_nan(hdq) + proto::count_nan(hpart), elems + hpart.size());
 
-    std::vector<double> P, dS, dbias_ref(size_t(kN) * kN, 0.0);
-    double err_q = 0, max_q = 0;
-    const bool full = W <= 128;
-    for (int wi = 0; wi < W; ++wi) {
-        const bool check_dq = wi == 0 || wi == 1 || wi == W / 2 || wi == W - 1;
-        if (!full && !check_dq) continue;
-        proto::ref_p_ds(pr, bd, wi, P, dS);
-        if (full)
-            for (size_t e = 0; e < dS.size(); ++e) dbias_ref[e] += dS[e];
-        if (!check_dq) continue;
-        const size_t o0 = size_t(wi) * kN * kD;
-        for (int i = 0; i < kN; ++i)
-            for (int c = 0; c < kD; ++c) {
-                double r = 0.0;
-                for (int jk = 0; jk < kN; ++jk) r += dS[i * kN + jk] * proto::bf64(pr.hk[o0 + jk * kD + c]);
-                r *= pr.scale;
-                const double got = hdq[o0 + i * kD + c];
-                err_q = std::max(err_q, std::isnan(got) ? 1e30 : std::fabs(got - r));
-                max_q = std::max(max_q, std::fabs(r));
-            }
-    }
-    std::printf("dq: max |err| %.3e (max |ref| %.3e) over 4 windows\n", err_q, max_q);
-    if (full) {
-        double err_b = 0, max_b = 0;
-        for (size_t e = 0; e < dbias_ref.size(); ++e) {
-            double got = 0.0;
-            for (int c = 0; c < chunks; ++c) got += hpart[size_t(c) * kN * kN + e];
-            err_b = std::max(err_b, std::isnan(got) ? 1e30 : std::fabs(got - dbias_ref[e]));
-            max_b = std::max(max_b, std::fabs(dbias_ref[e]));
-        }
-        // dS is fp32 here (P from the fp32 logits): errors ~1e-6 relative per window, summed over W
-        std::printf("dbias (chunk partials summed): max |err| %.3e (max |ref| %.3e) over %d windows\n", err_b, max_b, W);
-    }
+    proto::check_bwd(pr, bd, &hdq, nullptr, nullptr, &hpart, chunks);
     proto::time_and_print(W, [&] { proto_bwd_q_kernel<<<grid, kThreads, smem>>>(p); });
     return 0;
 }
