@@ -165,9 +165,10 @@ def test_logit_scale_far_above_clamp(device, dt, N):
 @pytest.mark.parametrize("device,dt", DEVICE_DTYPES)
 @pytest.mark.parametrize("N", [64, 144, 256])
 def test_logit_scale_around_fixed_shift_bound(device, dt, N):
-    """The CUDA forward's two softmax forms (fwd_wgmma_kernel.cuh, kFwdFixedMaxShift): heads with
-    alpha = 3 and 34.5 take the fixed shift alpha log2(e) + max_j bm_ij, heads with alpha = 35 and 100
-    the running maximum; with a bias of large spread (std 8) plus entries of -1e4, and the shift
+    """The CUDA forward's two softmax forms (fwd_wgmma_kernel.cuh, kFwdFixedMaxShift): in bf16 at
+    N = 256 (sm_90a), heads with alpha = 3 and 34.5 take the fixed shift alpha log2(e) + max_j bm_ij
+    and heads with alpha = 35 and 100 the running maximum, in one launch; elsewhere every head takes
+    the running maximum. With a bias of large spread (std 8) plus entries of -1e4, and the shift
     mask, every head matches the float64 reference, in the forward and every gradient."""
     H = 4
     values = [math.log(3.0), math.log(34.5), math.log(35.0), LN100_F32]

@@ -66,7 +66,7 @@ constexpr int kFwdWgMaxGroups = 4;
 // and bf16 normals. Otherwise (V1, larger alpha) the online softmax with the running maximum.
 // Only at 16-bit P of bf16 (fp16's normals end at 2^-14: its P would lose the row) and Npad 256
 // (session 29 run F, bf16 V2: forward (1024, 6, 256) 0.355 -> 0.323 ms, (512, 4, 256) 0.127 ->
-// 0.117; at Npad 64 and 192 the form cost more than it saved, +3-5 %, with more spilling):
+// 0.117; at Npad 64 and 192 the form cost more than it saved, +1-5 %, with more spilling):
 // fwd_wgmma_fixed_form.
 constexpr float kFwdFixedMaxShift = 100.f;
 template <typename Element, int kKeys>

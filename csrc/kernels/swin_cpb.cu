@@ -154,9 +154,10 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 //   dw1[c, :]  = sum_t dh[t, c] coords[t, :],  db1[c] = sum_t dh[t, c]
 // A block takes kCols = 4 columns c and all t: lane l works on column l % 4 and the rows of phase
 // l / 4, warp w on rows 8 w + phase, 8 w + phase + 8 kWarps, ... (hidden / 4 blocks: 128 for timm's
-// 512. The latency of each thread's serial walk over its rows bounds the kernel: 8 columns per block
-// (64 blocks, half the SMs, twice the rows per thread) ran 9-26 us at H = 3-24, 4 columns 1.x-2x
-// less, session 29). dpre comes through shared memory kRows rows at a time (one coalesced load per
+// 512. The latency of each thread's serial walk over its rows bounds the kernel: with 8 columns per
+// block (64 blocks, half the SMs, twice the rows per thread) and a barrier pair per combined sum it
+// took 11.4 / 19.3 / 26.3 us at H = 3 / 12 / 24, this form 7.9 / 12.4 / 21.9, session 29 run E).
+// dpre comes through shared memory kRows rows at a time (one coalesced load per
 // chunk, then broadcast reads, rows padded to H + 1 floats so that the 8 rows a warp reads at once
 // sit in different banks for even H), the next chunk's loaded into registers while the current one
 // is computed. Per-column sums in registers (MaxH of them for dw2), combined over the 8 phases by
