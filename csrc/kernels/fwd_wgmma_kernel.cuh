@@ -247,10 +247,10 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     // The fixed shifts (kFwdFixedMaxShift): row max of the strip (2 threads per row), m_i into
     // sRowMax, the strip's row less m_i in place. A row whose strip is all -inf (or -inf and NaN)
     // keeps its strip and m_i = -inf: P = 0 (or NaN), as with the running maximum.
-    constexpr bool kFixedForm = fwd_wgmma_fixed_form<Element, kKeys>();
-    const bool fixed_max = kFixedForm && cosine && 2.f * alpha * kLog2e <= kFwdFixedMaxShift;
+    // (false at compile time outside fwd_wgmma_fixed_form: the branches on it fold away)
+    const bool fixed_max = fwd_wgmma_fixed_form<Element, kKeys>() && cosine && 2.f * alpha * kLog2e <= kFwdFixedMaxShift;
     float* sRowMax = reinterpret_cast<float*>(smem_raw + (base + Layout::row_max_offset(groups) - raw));
-    if (kFixedForm && fixed_max) {
+    if (fixed_max) {
         if (threadIdx.x < 2 * kTileM) {
             constexpr int kHalf = kKeys / 2;
             float* row = sBm + (threadIdx.x >> 1) * Layout::kBmPitch + (threadIdx.x & 1) * kHalf;
@@ -402,7 +402,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         // (fixed_max: the rows' fixed shifts, for the lse; kept in registers across the window
         // loop, 2 more live values made ptxas spill ~5x more at Npad 256)
         float m_run[2] = {-INFINITY, -INFINITY};
-        if (kFixedForm && fixed_max) {
+        if (fixed_max) {
             m_run[0] = sRowMax[warp * 16 + g];
             m_run[1] = sRowMax[warp * 16 + g + 8];
         }
@@ -441,7 +441,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             const float* kinv_t = kinv + kt * kBN + 2 * t4;
             // one branch per block, uniform over the CTA (two copies of the window loop, one per form,
             // made ptxas spill ~10x more at Npad 256)
-            if (kFixedForm && fixed_max) {
+            if (fixed_max) {
                 // P = exp2(S - m_i) with the strip already less m_i
 #pragma unroll
                 for (int nt = 0; nt < kNT; ++nt) {
