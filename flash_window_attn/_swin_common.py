@@ -168,11 +168,13 @@ def cpb_bias(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int, n: i
     ``swin_cpb_bias``, whose forward and backward run in C++ (csrc/ops/swin_cpb.cpp; on CUDA in
     float32, 2 fused kernels each way): far fewer host-side operations and launches per layer.
     """
+    if ((CPB_OP_UNDER_COMPILE or not torch.compiler.is_compiling())
+            and _standard_cpb_mlp(mlp, coords, num_heads)):
+        # (the op computes outside autocast itself: no Python autocast context, ~30 us of host
+        # time per call)
+        l1, _, l2 = mlp._modules.values()
+        return torch.ops.flash_window_attn.swin_cpb_bias(coords, l1.weight, l1.bias, l2.weight, index)
     with autocast_disabled(coords.device.type):
-        if ((CPB_OP_UNDER_COMPILE or not torch.compiler.is_compiling())
-                and _standard_cpb_mlp(mlp, coords, num_heads)):
-            l1, _, l2 = mlp._modules.values()
-            return torch.ops.flash_window_attn.swin_cpb_bias(coords, l1.weight, l1.bias, l2.weight, index)
         table = mlp(coords).view(-1, num_heads)
     # sigmoid is elementwise: applying it to the (2Wh-1)(2Ww-1) x H table before the gather gives
     # the same values as timm's order (gather, then sigmoid on N x N x H), for less work. The

@@ -134,10 +134,22 @@ def test_autocast_runs_in_parameter_dtype(device):
     _skip(device)
     coords, index = _coords_index(8, 8, device, torch.float32)
     mlp = _mlp(3, 32, device, torch.float32)
+    grad = torch.randn(3, 64, 64, device=device)
+    params = list(mlp.parameters())
+    ref = _plain(mlp, coords, index, 3)
+    ref_grads = torch.autograd.grad(ref, params, grad)
+    l1, _, l2 = mlp._modules.values()
     with torch.autocast(device, dtype=torch.bfloat16):
         b = common.cpb_bias(mlp, coords, index, 3, 64)
-    assert b.dtype == torch.float32
-    torch.testing.assert_close(b, _plain(mlp, coords, index, 3), rtol=1e-6, atol=1e-6)
+        # the op itself, with no Python context around it, computes outside autocast (C++ guard)
+        b_op = torch.ops.flash_window_attn.swin_cpb_bias(coords, l1.weight, l1.bias, l2.weight, index)
+        grads = torch.autograd.grad(b_op, params, grad)
+    for t in (b, b_op):
+        assert t.dtype == torch.float32
+        torch.testing.assert_close(t, ref, rtol=1e-6, atol=1e-6)
+    for g, r in zip(grads, ref_grads):
+        assert g.dtype == torch.float32
+        torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -72,6 +72,15 @@ void check_cpb_saved(const at::Tensor& grad, const at::Tensor& h, const at::Tens
 
 namespace {
 
+// The ATen math below runs in the parameters' dtype whatever the autocast state: the op has no
+// autocast kernel (autocast falls through to it with the caller's tensors), so without this guard
+// its mm / addmm would be autocast's, in bf16 / fp16. (The drop-in modules called the op inside a
+// Python `torch.autocast(enabled=False)` context instead, ~30 us of host time per call on the
+// device host: session 28 run D.) Also the CUDA op's fallback for dtypes other than float32.
+struct NoAutocast {
+  c10::impl::ExcludeDispatchKeyGuard guard{c10::autocast_dispatch_keyset};
+};
+
 // h = relu(coords w1ᵀ + b1) (T, hidden); s = sigmoid(h w2ᵀ) (T, H)
 std::pair<at::Tensor, at::Tensor> mlp(const at::Tensor& coords, const at::Tensor& w1,
                                       const std::optional<at::Tensor>& b1, const at::Tensor& w2) {
@@ -94,6 +103,7 @@ at::Tensor gather_bias(const at::Tensor& sig, const at::Tensor& index, const Cpb
 at::Tensor cpb_bias_impl(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
                          const at::Tensor& w2, const at::Tensor& index) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  const NoAutocast no_autocast;
   return gather_bias(mlp(coords, w1, b1, w2).second, index, s);
 }
 
@@ -102,6 +112,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_forward_impl(
     const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1, const at::Tensor& w2,
     const at::Tensor& index) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
+  const NoAutocast no_autocast;
   auto [h, sig] = mlp(coords, w1, b1, w2);
   at::Tensor bias = gather_bias(sig, index, s);
   return {bias, h, sig};
@@ -112,6 +123,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
     const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
   check_cpb_saved(grad, h, sig, s);
+  const NoAutocast no_autocast;
   // d table (T, H): sum of grad over the (i, j) with index[i, j] = t. index_put_ with accumulation
   // sorts the indices (deterministic on CUDA, like autograd's indexing backward).
   at::Tensor dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
