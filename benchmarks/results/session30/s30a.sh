@@ -17,10 +17,9 @@ done; done
 cp /tmp/b.so flash_window_attn/_C.abi3.so
 timeout 150 python -m pytest -q -x -m cuda tests/test_extremes.py tests/test_window_attention.py -k "bf16 or fixed_shift" 2>&1 | tail -4
 timeout 30 python -m pytest -q -m cuda tests/test_cpb.py 2>&1 | tail -2
-cp flash_window_attn/_swin_common.py /tmp/new_common.py
 for r in 1 2; do
-  cp benchmarks/results/session30/swin_common_main.py flash_window_attn/_swin_common.py; cp /tmp/old.so flash_window_attn/_C.abi3.so
+  patch -s -p1 -R < benchmarks/results/session30/swin_common_autocast.patch; cp /tmp/old.so flash_window_attn/_C.abi3.so
   echo "== old host round $r"; timeout 60 python tools/module_host.py --iters 300 2>&1 | grep "host issue"
-  cp /tmp/new_common.py flash_window_attn/_swin_common.py; cp /tmp/b.so flash_window_attn/_C.abi3.so
+  patch -s -p1 < benchmarks/results/session30/swin_common_autocast.patch; cp /tmp/b.so flash_window_attn/_C.abi3.so
   echo "== new host round $r"; timeout 60 python tools/module_host.py --iters 300 2>&1 | grep "host issue"
 done
