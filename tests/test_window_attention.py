@@ -589,16 +589,17 @@ def test_cuda_global_dbias_slice_in_subprocess():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("N", [49, 144, 256])
-def test_cuda_bias_mask_build_ordering(N):
-    """On an H100 the forward kernel is launched as a programmatic dependent of the bias+mask build
-    (Hopper PDL: its first copies overlap the build, and it reads the built tensor only after
-    griddepcontrol.wait). Back-to-back calls alternate between two biases and masks, each call's
+@pytest.mark.parametrize("N,d", [(49, 32), (144, 32), (256, 32), (64, 64), (144, 128), (576, 32)])
+def test_cuda_bias_mask_build_ordering(N, d):
+    """On an H100 the wgmma forward (d <= 32, N <= 256) is launched as a programmatic dependent of
+    the bias+mask build (Hopper PDL: its first copies overlap the build, and it reads the built
+    tensor only after griddepcontrol.wait); the mma.sync forward (d > 32, N > 256) is launched
+    stream-ordered. Back-to-back calls alternate between two biases and masks, each call's
     build reusing memory the allocator just freed: every output must be bitwise the output of a
     call made alone with the same inputs (a read before the build completed would see the other
     call's values)."""
-    torch.manual_seed(7 + N)
-    B_, H, d, nW = 256, 3, 32, 4
+    torch.manual_seed(7 + N + d)
+    B_, H, nW = 256, 3, 4
     dt = torch.bfloat16
     q, k, v = (torch.randn(B_, H, N, d, device="cuda", dtype=dt) for _ in range(3))
     ls = torch.log(10 * torch.rand(H, 1, 1, device="cuda") + 1)
