@@ -440,7 +440,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             const float* bm_row1 = bm_row0 + 8 * Layout::kBmPitch;
             const float* kinv_t = kinv + kt * kBN + 2 * t4;
             // one branch per block, uniform over the CTA (two copies of the window loop, one per form,
-            // made ptxas spill ~10x more at Npad 256)
+            // made ptxas spill ~10x more at Npad 256; one logit loop for both forms before the
+            // branch, 124 instead of 56 spill-store bytes: hence the loop in each branch)
             if (fixed_max) {
                 // P = exp2(S - m_i) with the strip already less m_i
 #pragma unroll
