@@ -502,10 +502,12 @@ def test_cuda_forward_placements_in_subprocess(config):
                              f"forward placement {config}")
 
 
-# N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query and key blocks,
-# d < 32 (zero-filled columns), V1 / V2, with and without bias+mask, a mask with fully masked
-# (-inf) rows, clustered values, both dtypes, packed (strided) and contiguous layouts; at Npad 64
-# (double-buffered tiles) enough windows that each warpgroup walks several, and N = 1.
+# N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query and key blocks
+# (the last key block's width, fwd_wgmma_tail_keys: 16 at N = 1, 7, 65, 129, 144, 200; 32 at N = 20,
+# 90, 160; 48 at N = 33, 100, 230; 64 elsewhere), d < 32 (zero-filled columns), V1 / V2, with and
+# without bias+mask, a mask with fully masked (-inf) rows, clustered values, both dtypes, packed
+# (strided) and contiguous layouts; at Npad 64 (double-buffered tiles) enough windows that each
+# warpgroup walks several, and N = 1.
 _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 144, 32, "float16", "v2", "shift", "normal"),
                     (256, 3, 49, 32, "bfloat16", "v2", "shift", "normal"), (128, 2, 64, 32, "float16", "v1", "shift", "clustered"),
                     (16, 2, 1, 32, "bfloat16", "v2", None, "normal"), (96, 2, 7, 16, "float16", "v1", None, "normal"),
@@ -513,7 +515,9 @@ _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 
                     (24, 2, 100, 24, "bfloat16", "v1", "shift", "normal"), (16, 3, 65, 32, "float16", "v2", None, "normal"),
                     (20, 2, 192, 16, "bfloat16", "v1", None, "clustered"), (16, 2, 200, 32, "float16", "v2", "dead", "normal"),
                     (12, 2, 255, 32, "bfloat16", "v2", "shift", "clustered"), (16, 2, 129, 32, "float16", "v1", "shift", "normal"),
-                    (8, 4, 128, 32, "bfloat16", "v2", None, "normal"), (36, 1, 256, 24, "float16", "v1", "shift", "clustered")]
+                    (8, 4, 128, 32, "bfloat16", "v2", None, "normal"), (36, 1, 256, 24, "float16", "v1", "shift", "clustered"),
+                    (20, 2, 160, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 90, 32, "float16", "v2", None, "clustered"),
+                    (12, 2, 230, 32, "bfloat16", "v1", "shift", "normal"), (64, 2, 20, 32, "float16", "v2", "dead", "normal")]
 
 
 @pytest.mark.cuda
@@ -526,6 +530,44 @@ def test_cuda_wgmma_forward_in_subprocess(groups):
     forward and the test checks that."""
     env = {} if groups == "plan" else {"FWA_FWD_WG": groups}
     _check_problems_in_child(_WGMMA_FWD_CASES, 700, env, f"wgmma forward, groups {groups}")
+
+
+@pytest.mark.cuda
+def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
+    """The wgmma forward computes its last key block at the keys N leaves in it rounded up to 16
+    (S, softmax and P v over 16, 32 or 48 keys instead of 64); FWA_WINDOW_WGMMA_TAIL=0 computes it
+    at 64 keys, the extra ones padded (-inf logits, P = 0). Every product column and every row sum
+    is the same sum of the same terms in the same order either way, so out, the lse the backward
+    reads, and every gradient must be bitwise equal between the two (and both pass the float64
+    check of test_cuda_wgmma_forward_in_subprocess)."""
+    cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
+    code = (
+        "import torch\n"
+        "import flash_window_attn as fwa\n"
+        "from flash_window_attn.testing import make_problem, run_ours\n"
+        f"cases = {cases!r}\n"
+        "res = []\n"
+        "for i, (B_, H, N, d, dt, ver, mask, values) in enumerate(cases):\n"
+        "    pr = make_problem(B_, H, N, d, dtype=getattr(torch, dt), device='cuda', version=ver, bias='hnn',\n"
+        "                      mask=mask, nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
+        "                      values=values, seed=900 + i)\n"
+        "    r = run_ours(pr, fwa.window_attention)\n"
+        "    res.append({n: t.cpu() for n, t in r.items() if t is not None})\n"
+        "torch.save(res, OUT)\n"
+        "print('ok', len(res))\n"
+    )
+    paths = {}
+    for tail in ("default", "0"):
+        paths[tail] = str(tmp_path / f"tail-{tail}.pt")
+        run_in_child(f"OUT = {paths[tail]!r}\n" + code, {} if tail == "default" else {"FWA_WINDOW_WGMMA_TAIL": "0"},
+                     f"wgmma forward, last block tail {tail}", timeout=600)
+    narrow, full = torch.load(paths["default"]), torch.load(paths["0"])
+    assert len(narrow) == len(full) == len(cases)
+    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
+    for case, a, b in zip(cases, narrow, full):
+        assert a.keys() == b.keys() and "out" in a and "dq" in a
+        for name in a:
+            assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (case, name)
 
 
 @pytest.mark.cuda

@@ -449,11 +449,21 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     // (fwd_wgmma_kernel.cuh; its own .cu files).
     if constexpr (kHeadDim == 32 && !kDropout) {
         if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
+            // (Npad, last block's keys): one instantiation each, in its own .cu file
+            auto keys = [&](auto npad) -> cudaError_t {
+                constexpr int kKeys = decltype(npad)::value;
+                switch (fwd_wgmma_tail_keys(params.N, kKeys)) {
+                    case 16: return run_fwd_wgmma<Element, kKeys, 16>(params, stream);
+                    case 32: return run_fwd_wgmma<Element, kKeys, 32>(params, stream);
+                    case 48: return run_fwd_wgmma<Element, kKeys, 48>(params, stream);
+                    default: return run_fwd_wgmma<Element, kKeys, 64>(params, stream);
+                }
+            };
             switch (params.Npad) {
-                case 64: return run_fwd_wgmma<Element, 64>(params, stream);
-                case 128: return run_fwd_wgmma<Element, 128>(params, stream);
-                case 192: return run_fwd_wgmma<Element, 192>(params, stream);
-                default: return run_fwd_wgmma<Element, 256>(params, stream);
+                case 64: return keys(std::integral_constant<int, 64>());
+                case 128: return keys(std::integral_constant<int, 128>());
+                case 192: return keys(std::integral_constant<int, 192>());
+                default: return keys(std::integral_constant<int, 256>());
             }
         }
     }

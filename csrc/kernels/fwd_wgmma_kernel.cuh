@@ -9,7 +9,12 @@
 // block's softmax), the logits and an online softmax in registers, then P (packed to 16 bits in
 // registers, the wgmma A operand) times [v | 1] with 4
 // wgmma m64n40k16 (v read transposed from shared memory; the 8 extra columns are ones, so the
-// tensor cores also return the row sums of P as packed, the P that multiplies v). For V2 the row
+// tensor cores also return the row sums of P as packed, the P that multiplies v). The last block
+// computes only the keys N leaves in it, rounded up to 16 (the template's kTail: 16, 32 or 48 keys,
+// wgmma m64n{16,32,48}k16 and 1-3 k16 steps of P v; 64 where N fills it): at N = 144 (Npad 192)
+// a full third block spent 3/4 of its products and exponentials on padded keys. The results are
+// bitwise those of the full-width block (the padded keys' P is 0; FWA_WINDOW_WGMMA_TAIL=0 keeps
+// it, for A/B timing and tests). For V2 the row
 // and key norms come from the diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ (wgmma, fp32
 // sums of exact products) and are applied as fp32 factors of the raw q kᵀ, as in the mma.sync
 // kernel (q and k are never re-rounded after normalisation).
@@ -115,7 +120,8 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
 
 static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
 
-template <typename Element, int kKeys>
+// The last key block's width (fwd_wgmma_tail_keys): 16, 32, 48 or 64 keys.
+template <typename Element, int kKeys, int kTail>
 __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
 window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #if FWA_HAS_WGMMA
@@ -127,6 +133,15 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     constexpr int kTiles = kKeys / kBN;
     constexpr int kNT = kBN / 8;      // n8 tiles of an S block per thread row pair
     constexpr int kKK = kBN / 16;     // k16 steps of P v per block
+    // The last block computes only its first kTail keys (the keys >= N there are -inf in the
+    // strip: P = 0, as in a full block): S, softmax and P v over kTail / 8 n8 tiles and kTail / 16
+    // k16 steps. After the loop's unrolling the block index is a constant, so every branch on
+    // it below folds away at compile time.
+    static_assert(kTail % 16 == 0 && kTail >= 16 && kTail <= kBN, "a last block of 16, 32, 48 or 64 keys");
+    constexpr int kTailNT = kTail / 8;
+    constexpr int kTailKK = kTail / 16;
+    auto block_nt = [](int kt) { return kt == kTiles - 1 ? kTailNT : kNT; };
+    auto block_kk = [](int kt) { return kt == kTiles - 1 ? kTailKK : kKK; };
 
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw = smem_u32(smem_raw);
@@ -326,11 +341,14 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             // Row warp * 16 + g of a 64 x 64 block's accumulators: its diagonal element is in n8
             // tile 2 warp, column g, held by lane t4 == g / 2 (element g % 2); row + 8's in tile
             // 2 warp + 1 (element 2 + g % 2).
-            auto diag = [&](const float (&acc)[8][4], float& lo, float& hi) {
+            // (the last key block's product covers its first kTail keys: warps w4 < kTail / 16)
+            constexpr int kKB = kKeys / 64;   // 64-key blocks
+            auto block_warps = [](int block) { return block == kKB - 1 ? kTail / 16 : 4; };
+            auto diag = [&](const float (&acc)[8][4], float& lo, float& hi, int warps) {
                 lo = hi = 0.f;
 #pragma unroll
                 for (int w4 = 0; w4 < 4; ++w4)
-                    if (warp == w4) {
+                    if (w4 < warps && warp == w4) {
                         lo = (g & 1) ? acc[2 * w4][1] : acc[2 * w4][0];
                         hi = (g & 1) ? acc[2 * w4 + 1][3] : acc[2 * w4 + 1][2];
                     }
@@ -338,22 +356,28 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             const bool holder = t4 == (g >> 1);
             auto store_kinv = [&](const float (&acc)[8][4], int block) {
                 float lo, hi;
-                diag(acc, lo, hi);
-                if (holder) {
+                diag(acc, lo, hi, block_warps(block));
+                if (holder && warp < block_warps(block)) {
                     kinv[block * 64 + warp * 16 + g] = inv_norm_from_sumsq_fast(lo);
                     kinv[block * 64 + warp * 16 + g + 8] = inv_norm_from_sumsq_fast(hi);
                 }
             };
-            constexpr int kKB = kKeys / 64;   // 64-key blocks
+            // k kᵀ of key block `block`, k16 step ks (the last block: its first kTail columns)
+            auto kk_block = [&](float (&acc)[8][4], int block, int ks) {
+                if (kTail != 64 && block == kKB - 1)
+                    wgmma_s<Element, kTail>(*reinterpret_cast<float (*)[kTail / 8][4]>(&acc[0][0]),
+                                            k_desc(uint32_t(block) * 4096u, ks), k_desc(uint32_t(block) * 4096u, ks), ks > 0);
+                else
+                    wgmma_s<Element, 64>(acc, k_desc(uint32_t(block) * 4096u, ks), k_desc(uint32_t(block) * 4096u, ks), ks > 0);
+            };
             {
                 float dq[8][4], dk0[8][4], dk1[8][4];
                 wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks) {
                     wgmma_s<Element, 64>(dq, q_desc(ks), q_desc(ks), ks > 0);
-                    wgmma_s<Element, 64>(dk0, k_desc(0, ks), k_desc(0, ks), ks > 0);
-                    if constexpr (kKB > 1)
-                        wgmma_s<Element, 64>(dk1, k_desc(4096, ks), k_desc(4096, ks), ks > 0);
+                    kk_block(dk0, 0, ks);
+                    if constexpr (kKB > 1) kk_block(dk1, 1, ks);
                 }
                 wgmma_commit();
                 wgmma_wait<0>();
@@ -361,7 +385,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 wgmma_fence_operand(dk0);
                 if constexpr (kKB > 1) wgmma_fence_operand(dk1);
                 float lo, hi;
-                diag(dq, lo, hi);
+                diag(dq, lo, hi, 4);
                 const int src = (lane & ~3) | (g >> 1);
                 lo = __shfl_sync(0xffffffffu, lo, src);
                 hi = __shfl_sync(0xffffffffu, hi, src);
@@ -375,9 +399,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks) {
-                    wgmma_s<Element, 64>(dk2, k_desc(2 * 4096, ks), k_desc(2 * 4096, ks), ks > 0);
-                    if constexpr (kKB > 3)
-                        wgmma_s<Element, 64>(dk3, k_desc(3 * 4096, ks), k_desc(3 * 4096, ks), ks > 0);
+                    kk_block(dk2, 2, ks);
+                    if constexpr (kKB > 3) kk_block(dk3, 3, ks);
                 }
                 wgmma_commit();
                 wgmma_wait<0>();
@@ -412,9 +435,17 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         float sb[2][kNT][4];
         auto issue_s = [&](float (&acc)[kNT][4], int kt) {
             wgmma_fence();
+            if (kTail != kBN && kt == kTiles - 1) {
+                // the first kTailNT n8 tiles of the accumulator
+                float (&acc_t)[kTailNT][4] = *reinterpret_cast<float (*)[kTailNT][4]>(&acc[0][0]);
 #pragma unroll
-            for (int ks = 0; ks < 2; ++ks)
-                wgmma_s<Element, kBN>(acc, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
+                for (int ks = 0; ks < 2; ++ks)
+                    wgmma_s<Element, kTail>(acc_t, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
+            } else {
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks)
+                    wgmma_s<Element, kBN>(acc, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
+            }
             wgmma_commit();
         };
         issue_s(sb[0], 0);
@@ -445,7 +476,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             if (fixed_max) {
                 // P = exp2(S - m_i) with the strip already less m_i
 #pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
+                for (int nt = 0; nt < block_nt(kt); ++nt) {
                     const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
                     const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
                     const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
@@ -457,7 +488,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             } else {
                 float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};   // [row][n8 tile parity]
 #pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
+                for (int nt = 0; nt < block_nt(kt); ++nt) {
                     const float2 kf = *reinterpret_cast<const float2*>(kinv_t + nt * 8);
                     const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
                     const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
@@ -484,7 +515,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                     m_run[r] = m_new;
                 }
 #pragma unroll
-                for (int nt = 0; nt < kNT; ++nt)
+                for (int nt = 0; nt < block_nt(kt); ++nt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(s[nt][e] - m_use[e >> 1]);
             }   // online softmax
@@ -492,7 +523,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             // P as the register A operand: k16 step kk covers S's n8 tiles 2 kk and 2 kk + 1.
             uint32_t a[kKK][4];
 #pragma unroll
-            for (int kk = 0; kk < kKK; ++kk) {
+            for (int kk = 0; kk < block_kk(kt); ++kk) {
                 a[kk][0] = Tr::pack(s[2 * kk][0], s[2 * kk][1]);
                 a[kk][1] = Tr::pack(s[2 * kk][2], s[2 * kk][3]);
                 a[kk][2] = Tr::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
@@ -508,7 +539,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             }
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc_add(dV, uint32_t(kt * kBN * 64 + kk * 1024)), 1);
+            for (int kk = 0; kk < block_kk(kt); ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc_add(dV, uint32_t(kt * kBN * 64 + kk * 1024)), 1);
             wgmma_commit();
         }
         wgmma_wait<0>();   // the last P v
@@ -563,10 +594,10 @@ inline bool fwd_wgmma_pdl_enabled() {
     return on;
 }
 
-template <typename Element, int kKeys>
+template <typename Element, int kKeys, int kTail>
 cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;
-    constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys>;
+    constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys, kTail>;
     FwdParams p = params;
     // The plan (warpgroups per CTA, CTAs per SM): the most warpgroups per SM, then fewer per CTA
     // (independent CTAs balance better). It depends on the device only (the strip is there with or

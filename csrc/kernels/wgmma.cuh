@@ -75,12 +75,16 @@ FWA_DEVICE void wgmma_s64(float (&d)[8][4], uint64_t da, uint64_t db, int acc) {
     if constexpr (std::is_same<Element, __half>::value) wgmma_m64n64k16_ss_f16(d, da, db, acc);
     else wgmma_m64n64k16_ss_bf16(d, da, db, acc);
 }
-// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64 or 128.
+// S (64 x kN) (+)= A Bᵀ, both from shared memory (K-major), kN = 64 or 128, or 16, 32, 48 (the
+// window forward's last key block where N leaves fewer than 64 keys in it).
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 64 || kN == 128, "64 or 128 keys");
+    static_assert(kN == 16 || kN == 32 || kN == 48 || kN == 64 || kN == 128, "16, 32, 48, 64 or 128 keys");
     if constexpr (kN == 64) wgmma_s64<Element>(d, da, db, acc);
+    else if constexpr (kN == 16) { if constexpr (kHalf) wgmma_m64n16k16_ss_f16(d, da, db, acc); else wgmma_m64n16k16_ss_bf16(d, da, db, acc); }
+    else if constexpr (kN == 32) { if constexpr (kHalf) wgmma_m64n32k16_ss_f16(d, da, db, acc); else wgmma_m64n32k16_ss_bf16(d, da, db, acc); }
+    else if constexpr (kN == 48) { if constexpr (kHalf) wgmma_m64n48k16_ss_f16(d, da, db, acc); else wgmma_m64n48k16_ss_bf16(d, da, db, acc); }
     else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
 }
 // O (64 x kN) (+)= P V, P from registers, V (16 x kN) MN-major in shared memory; kN = the head

@@ -160,6 +160,12 @@ int window_bwd_q_key_ranges(const BwdParams& p) {
     return (p.Npad + 255) / 256;
 }
 
+int fwd_wgmma_tail_keys(int N, int Npad) {
+    static const bool on = env_switch_on("FWA_WINDOW_WGMMA_TAIL");
+    const int left = N - (Npad - kTileN);   // 1 .. 64 keys in the last block
+    return on && left > 0 ? std::min((left + 15) / 16 * 16, kTileN) : kTileN;
+}
+
 bool window_fwd_wgmma_small_enabled() {
     static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA_SMALL");
     return allowed;

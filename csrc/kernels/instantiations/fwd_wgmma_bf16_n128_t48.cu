@@ -3,7 +3,7 @@
 
 namespace fwa {
 template <>
-cudaError_t run_fwd_wgmma<__half, 64>(const FwdParams& p, cudaStream_t s) {
-    return launch_fwd_wgmma<__half, 64>(p, s);
+cudaError_t run_fwd_wgmma<__nv_bfloat16, 128, 48>(const FwdParams& p, cudaStream_t s) {
+    return launch_fwd_wgmma<__nv_bfloat16, 128, 48>(p, s);
 }
 }  // namespace fwa

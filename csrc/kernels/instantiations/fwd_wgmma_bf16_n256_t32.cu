@@ -3,7 +3,7 @@
 
 namespace fwa {
 template <>
-cudaError_t run_fwd_wgmma<__half, 192>(const FwdParams& p, cudaStream_t s) {
-    return launch_fwd_wgmma<__half, 192>(p, s);
+cudaError_t run_fwd_wgmma<__nv_bfloat16, 256, 32>(const FwdParams& p, cudaStream_t s) {
+    return launch_fwd_wgmma<__nv_bfloat16, 256, 32>(p, s);
 }
 }  // namespace fwa
