@@ -448,19 +448,28 @@ def test_cuda_clustered_values_large_logits(dtype, N, d):
     run_and_check(problem, dt, "cuda")
 
 
-def _check_problems_in_child(cases, seed0: int, env: dict, what: str) -> None:
-    """check_problem over ``cases`` ((B_, H, N, d, torch dtype name, version, mask, values) each;
-    problem i packed if i is odd, seeded seed0 + i) in a child process with ``env`` added: the
-    kernels' testing switches are environment variables read once per process."""
-    code = (
+def _child_problem_loop(cases, seed0: int) -> str:
+    """Child-process source: ``cases`` ((B_, H, N, d, torch dtype name, version, mask, values) each)
+    as a loop binding ``pr`` to problem i (packed if i is odd, seeded seed0 + i) on CUDA; the
+    caller appends the loop body, indented by 4."""
+    return (
         "import torch\n"
-        "from flash_window_attn.testing import make_problem, check_problem\n"
+        "from flash_window_attn.testing import make_problem\n"
         f"cases = {list(cases)!r}\n"
-        "bad = []\n"
         "for i, (B_, H, N, d, dt, ver, mask, values) in enumerate(cases):\n"
         "    pr = make_problem(B_, H, N, d, dtype=getattr(torch, dt), device='cuda', version=ver, bias='hnn',\n"
         "                      mask=mask, nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
         f"                      values=values, seed={seed0} + i)\n"
+    )
+
+
+def _check_problems_in_child(cases, seed0: int, env: dict, what: str) -> None:
+    """check_problem over ``cases`` (_child_problem_loop) in a child process with ``env`` added: the
+    kernels' testing switches are environment variables read once per process."""
+    code = (
+        "from flash_window_attn.testing import check_problem\n"
+        "bad = []\n"
+        + _child_problem_loop(cases, seed0) +
         "    ok, lines = check_problem(pr)\n"
         "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
         "assert not bad, '\\n'.join(bad)\n"
@@ -542,15 +551,10 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     check of test_cuda_wgmma_forward_in_subprocess)."""
     cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
     code = (
-        "import torch\n"
         "import flash_window_attn as fwa\n"
-        "from flash_window_attn.testing import make_problem, run_ours\n"
-        f"cases = {cases!r}\n"
+        "from flash_window_attn.testing import run_ours\n"
         "res = []\n"
-        "for i, (B_, H, N, d, dt, ver, mask, values) in enumerate(cases):\n"
-        "    pr = make_problem(B_, H, N, d, dtype=getattr(torch, dt), device='cuda', version=ver, bias='hnn',\n"
-        "                      mask=mask, nW=4 if mask else 1, layout='packed' if i % 2 else 'contiguous',\n"
-        "                      values=values, seed=900 + i)\n"
+        + _child_problem_loop(cases, 900) +
         "    r = run_ours(pr, fwa.window_attention)\n"
         "    res.append({n: t.cpu() for n, t in r.items() if t is not None})\n"
         "torch.save(res, OUT)\n"
