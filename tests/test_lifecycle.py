@@ -40,6 +40,9 @@ CASES = [
     (128, 2, 64, 16, "fp32", dict(version="v2", bias="hnn", mask="shift", nW=2)),
     (8, 1, 576, 32, "bf16", dict(version="v2", bias="hnn", mask="shift", nW=2, layout="packed")),
     (16, 2, 100, 96, "fp32", dict(version="v1", bias="1hnn", mask="dead", nW=4)),
+    # the wgmma forward's two kernels on sm_90a (the main grid, then the 16 rows of the last query
+    # block as its programmatic dependent)
+    (96, 3, 144, 32, "bf16", dict(version="v2", bias="hnn", mask="shift", nW=4, layout="packed")),
 ]
 CASE_IDS = [f"B{c[0]}-H{c[1]}-N{c[2]}-d{c[3]}-{c[4]}-{c[5]['version']}" for c in CASES]
 

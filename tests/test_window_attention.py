@@ -512,6 +512,7 @@ def test_cuda_forward_placements_in_subprocess(config):
 
 
 # N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query and key blocks
+# (last query blocks of at most 16 rows, the row-tail kernel's: N = 65, 80, 129, 144, 196, 200, 208)
 # (the last key block's width, fwd_wgmma_tail_keys: 16 at N = 1, 7, 65, 129, 144, 200; 32 at N = 20,
 # 90, 160; 48 at N = 33, 100, 230; 64 elsewhere), d < 32 (zero-filled columns), V1 / V2, with and
 # without bias+mask, a mask with fully masked (-inf) rows, clustered values, both dtypes, packed
@@ -526,7 +527,9 @@ _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 
                     (12, 2, 255, 32, "bfloat16", "v2", "shift", "clustered"), (16, 2, 129, 32, "float16", "v1", "shift", "normal"),
                     (8, 4, 128, 32, "bfloat16", "v2", None, "normal"), (36, 1, 256, 24, "float16", "v1", "shift", "clustered"),
                     (20, 2, 160, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 90, 32, "float16", "v2", None, "clustered"),
-                    (12, 2, 230, 32, "bfloat16", "v1", "shift", "normal"), (64, 2, 20, 32, "float16", "v2", "dead", "normal")]
+                    (12, 2, 230, 32, "bfloat16", "v1", "shift", "normal"), (64, 2, 20, 32, "float16", "v2", "dead", "normal"),
+                    (16, 2, 196, 32, "bfloat16", "v2", "dead", "normal"), (48, 3, 80, 32, "float16", "v1", "shift", "clustered"),
+                    (24, 2, 208, 24, "bfloat16", "v2", "shift", "normal")]
 
 
 @pytest.mark.cuda
@@ -572,6 +575,29 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
         assert a.keys() == b.keys() and "out" in a and "dq" in a
         for name in a:
             assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (case, name)
+
+
+# The shapes whose last 64-query block holds at most 16 rows (N in 65..80, 129..144, 193..208): the
+# wgmma forward's row-tail kernel takes those rows; plus two with enough windows per (head, bm
+# window) that its warps walk two windows each (the next window's copies overlap this one's work).
+_ROW_TAIL_CASES = [c for c in _WGMMA_FWD_CASES if c[2] > 64 and (c[2] - 1) % 64 < 16] + [
+    (2048, 1, 144, 32, "bfloat16", "v2", "shift", "clustered"), (1536, 1, 129, 32, "float16", "v1", None, "normal")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("form", ["default", "rows-on-warpgroup", "no-pdl", "full-last-key-block"])
+def test_cuda_wgmma_forward_row_tail_in_subprocess(form):
+    """On sm_90a, where the last query block holds at most 16 rows, the wgmma forward's main grid
+    covers the other blocks and a second kernel those rows, one window per warp on mma.sync
+    (fwd_wgmma_kernel.cuh, window_attn_fwd_row_tail_kernel), launched as the main grid's
+    programmatic dependent. Checked against float64 (out, the lse the backward reads, every
+    gradient) by default, with the rows on the warpgroup (FWA_WINDOW_ROW_TAIL=0), launched after
+    the main grid completes (FWA_WINDOW_PDL=0), and with its last key block 64 wide
+    (FWA_WINDOW_WGMMA_TAIL=0)."""
+    env = {"default": {}, "rows-on-warpgroup": {"FWA_WINDOW_ROW_TAIL": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"},
+           "full-last-key-block": {"FWA_WINDOW_WGMMA_TAIL": "0"}}[form]
+    assert len(_ROW_TAIL_CASES) == 9
+    _check_problems_in_child(_ROW_TAIL_CASES, 1100, env, f"wgmma forward row tail, {form}")
 
 
 @pytest.mark.cuda
