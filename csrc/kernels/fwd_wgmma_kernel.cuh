@@ -100,13 +100,17 @@ template <int kKeys> struct FwdWgmmaLayout {
     static constexpr size_t kRowMaxBytes = kKeys == 256 ? kTileM * sizeof(float) : 0;
     static FWA_HOST_DEVICE size_t row_max_offset(int groups) { return ones_offset(groups) + kOnesBytes; }
     static size_t bytes(int groups) { return 1024 /* alignment slack */ + row_max_offset(groups) + kRowMaxBytes; }
-    // The row-tail kernel (window_attn_fwd_row_tail_kernel): the strip's 16 rows, then per warp its
+    // The row-tail kernel (window_attn_fwd_row_tail_kernel): the strip's 16 rows, 2 stages of one
     // window's 16 q rows and the `keys` keys of k and v its blocks compute (Npad - 64 + the last
-    // block's width), 64-byte rows with the 64-byte swizzle (N = 144: 12.5 + 4 x 19 KB).
+    // block's width; 64-byte rows with the 64-byte swizzle), then the warps' partial results
+    // (kRowTailWarps x 16 rows x kRowTailPitch fp32: 32 columns of o, the row max and the row sum).
+    // N = 144: 13 + 2 x 19 + 10 KB, 3 CTAs per SM.
     static constexpr uint32_t kRowTailStripBytes = (16u * kBmPitch * sizeof(float) + 1023u) / 1024u * 1024u;
-    static FWA_HOST_DEVICE uint32_t row_tail_warp_bytes(int keys) { return 16u * kRowBytes + 2u * uint32_t(keys) * kRowBytes; }
+    static constexpr int kRowTailPitch = 40;   // (float2 stores of half a warp: 16 distinct bank pairs)
+    static constexpr uint32_t row_tail_stage_bytes(int keys) { return 16u * kRowBytes + 2u * uint32_t(keys) * kRowBytes; }
     static FWA_HOST_DEVICE size_t row_tail_bytes(int warps, int keys) {
-        return 1024 /* alignment slack */ + kRowTailStripBytes + size_t(warps) * row_tail_warp_bytes(keys);
+        return 1024 /* alignment slack */ + kRowTailStripBytes + 2 * size_t(row_tail_stage_bytes(keys)) +
+               size_t(warps) * 16 * kRowTailPitch * sizeof(float);
     }
 };
 
@@ -129,15 +133,19 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
 // The row tail. Where the last 64-query block holds at most 16 rows of data (N = 144: rows
 // 128..143 of the padded 192; N = 196: 4 rows), a warpgroup's m64 tile spends 3/4 or more of its
 // products, exponentials and P v on padded rows: at N = 144 a quarter of the forward. With
-// fwd_wgmma_row_tail(N) the main grid covers the other query blocks and this kernel those rows, one
-// CTA per (head, bm window, chunk of windows), one window per warp on mma.sync m16n8k16 (an m16
-// tile: no padded rows beyond 16). A warp holds its window's 16 q rows, k and v in shared memory,
-// the strip's 16 rows are shared by the CTA's kRowTailWarps warps. Per 64-key block (the last one
-// kTail wide, as in the warpgroup form): S from ldmatrix fragments; for V2 the key sums of squares
-// from the same k fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns
-// of S) and the row factors from the q fragments; the online softmax as in the kernel below; P v,
-// and the row sums of P as packed from one more mma against a fragment of ones. The next window's
-// q and k are copied once the last block's S is done, its v once the last P v is.
+// fwd_wgmma_row_tail(N) the main grid covers the other query blocks and this kernel those rows on
+// mma.sync m16n8k16 (an m16 tile: no padded rows beyond 16), one CTA of kRowTailWarps warps per
+// (head, bm window, chunk of windows). The CTA walks its chunk's windows one at a time, the next
+// window's q, k and v copied (2 stages) while this one's are used; the strip's 16 rows are loaded
+// once. The warps split a window's keys (16-key blocks, contiguous ranges: N = 144 takes 2, 2, 2
+// and 3 blocks): per warp S from ldmatrix fragments; for V2 the key sums of squares from the same
+// k fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns of S) and the
+// row factors from the q fragments; P = exp2(S - m_w) with m_w the row max over the warp's keys;
+// P v, and the row sums of P as packed from one more mma against a fragment of ones. The warps'
+// (o, m_w, l_w) then meet in shared memory: out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w,
+// m = max_w m_w, 4 columns of a row per thread.
+// (Session 32 run A, one window per warp, each warp holding its own window: N = 144 76.8 -> 69.0
+// us, but N = 196 98.6 -> 108.8: 4 warps per SM at 27 KB each, each waiting for its own copies.)
 // It is launched right after the main grid as its programmatic dependent (the main kernel
 // triggers its dependents once past its own wait for the bm build), so its CTAs take the SMs the
 // main grid's last wave leaves; it waits for the main grid only before it exits (so that its
@@ -151,85 +159,91 @@ template <typename Element, int kKeys, int kTail>
 FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     using Tr = ElementTraits<Element>;
     using Layout = FwdWgmmaLayout<kKeys>;
-    constexpr int kBN = 64;
-    constexpr int kTiles = kKeys / kBN;
-    constexpr int kRowsK = kKeys - kBN + kTail;   // the keys the blocks compute
-    auto block_nt = [](int kt) { return kt == kTiles - 1 ? kTail / 8 : kBN / 8; };
-    constexpr int warps = kRowTailWarps;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    constexpr int kThreads = kRowTailWarps * 32;
+    constexpr int kRowsK = kKeys - kTileN + kTail;            // the keys the blocks compute
+    constexpr int kBlocks = kRowsK / 16;                      // 16-key blocks
+    constexpr int kMaxBlocks = (kBlocks + kRowTailWarps - 1) / kRowTailWarps;
+    constexpr uint32_t kStage = Layout::row_tail_stage_bytes(kRowsK);
+    constexpr int kPitch = Layout::kRowTailPitch;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const uint32_t raw = smem_u32(smem_raw);
     const uint32_t base = (raw + 1023u) & ~1023u;
 
     // (p.num_m_blocks: the main grid's query blocks; this CTA's rows follow them)
     const WindowCtaWork cta = window_chunk_work(p, blockIdx.x, p.num_m_blocks);
-    const int h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
-    if (t_begin >= t_end) return;   // the whole CTA
+    const int h = cta.h, w = cta.w, t_begin = cta.t_begin, n_win = cta.t_end - cta.t_begin;
+    if (n_win <= 0) return;   // the whole CTA
     const int N = p.N, d = p.d;
     const int row0 = cta.m_block * kTileM;
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = p.bm != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
-    // this warp's windows: t_begin + warp + warps * ti for ti < n_win
-    const int n_win = (t_end - t_begin - warp + warps - 1) / warps;
-    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + warp + int64_t(warps) * ti); };
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
 
     float* sBm = reinterpret_cast<float*>(smem_raw + (base - raw));
-    const uint32_t sQ = base + Layout::kRowTailStripBytes + uint32_t(warp) * Layout::row_tail_warp_bytes(kRowsK);
-    const uint32_t sK = sQ + 16u * Layout::kRowBytes;
-    const uint32_t sV = sK + uint32_t(kRowsK) * Layout::kRowBytes;
+    const uint32_t sStage0 = base + Layout::kRowTailStripBytes;
+    float* sPart = reinterpret_cast<float*>(smem_raw + (sStage0 + 2 * kStage - raw));
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
-    // Copies: lane moves 16-byte chunk ld_j of rows ld_r + 8 i (swizzled position: the same for
-    // every i, 8 rows being one swizzle pattern), zero-filled beyond N and d.
-    const int ld_r = lane >> 2, ld_j = lane & 3;
+    // Copies: thread tid moves 16-byte chunk ld_j of rows ld_r + 32 i (swizzled position: the same
+    // for every i), zero-filled beyond N and d.
+    const int ld_r = tid >> 2, ld_j = tid & 3;
     const bool ld_col_ok = ld_j * 8 < d;
     const uint32_t ld_soff = sw64_offset(ld_r, ld_j);
     auto copy_rows = [&](uint32_t tile, const Element* win, int64_t rs, int first_row, int rows, const Element* src) {
         const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
-#pragma unroll 6
-        for (int i = 0; i < rows / 8; ++i) {
-            const bool valid = ld_col_ok && first_row + ld_r + 8 * i < N;
-            cp_async_16(tile + ld_soff + uint32_t(i) * 512u, valid ? gp : src, valid ? 16 : 0);
-            gp += 8 * rs;
+#pragma unroll
+        for (int i = 0; i < (rows + 31) / 32; ++i) {
+            if (rows % 32 == 0 || ld_r + 32 * i < rows) {
+                const bool valid = ld_col_ok && first_row + ld_r + 32 * i < N;
+                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
+            }
+            gp += 32 * rs;
         }
     };
-    auto issue_qk = [&](int64_t b) {
+    auto issue = [&](int ti) {
+        const int64_t b = window_of(ti);
+        const uint32_t sQ = sStage0 + uint32_t(ti & 1) * kStage;
         copy_rows(sQ, q_base + b * p.q.batch_stride, p.q.row_stride, row0, 16, q_base);
-        copy_rows(sK, k_base + b * p.k.batch_stride, p.k.row_stride, 0, kRowsK, k_base);
+        copy_rows(sQ + 16u * Layout::kRowBytes, k_base + b * p.k.batch_stride, p.k.row_stride, 0, kRowsK, k_base);
+        copy_rows(sQ + (16u + kRowsK) * Layout::kRowBytes, v_base + b * p.v.batch_stride, p.v.row_stride, 0, kRowsK, v_base);
     };
-    auto issue_v = [&](int64_t b) { copy_rows(sV, v_base + b * p.v.batch_stride, p.v.row_stride, 0, kRowsK, v_base); };
-    if (n_win > 0) issue_qk(window_of(0));
-    cp_async_commit();
-    if (n_win > 0) issue_v(window_of(0));
-    cp_async_commit();
-
+    issue(0);
     // the strip's rows row0 .. row0 + 15
     if (has_bm) {
         const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride;
         constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = threadIdx.x; c < 16 * kChunksPerRow; c += warps * 32) {
+        for (int c = tid; c < 16 * kChunksPerRow; c += kThreads) {
             const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
             cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
         }
-        cp_async_commit();
     } else {
-        for (int c = threadIdx.x; c < 16 * kKeys; c += warps * 32)
+        for (int c = tid; c < 16 * kKeys; c += kThreads)
             sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
     }
-    cp_async_wait<0>();   // (also the first window's copies)
-    __syncthreads();
-    if (n_win <= 0) return;
+    cp_async_commit();
 
     const uint32_t one2 = Tr::pack(1.f, 1.f);
     // ldmatrix rows: A (q) and the transposed B (v): matrices (rows 0-7 | 8-15) x (chunk 0 | 1) in
     // that order; B (k): (keys 0-7, chunk 0 | 1), then keys 8-15
     const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
     const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
+    // this warp's 16-key blocks: blk0 .. blk0 + n_blk - 1 of the ceil(N / 16) that hold keys (split
+    // by N, not kTail: with FWA_WINDOW_WGMMA_TAIL=0 the same sums, bitwise)
+    const int n_blocks = (N + 15) / 16;
+    const int blk0 = warp * n_blocks / kRowTailWarps;
+    const int n_blk = (warp + 1) * n_blocks / kRowTailWarps - blk0;
+    float* part = sPart + warp * 16 * kPitch;
     for (int ti = 0; ti < n_win; ++ti) {
-        const int64_t b = window_of(ti);
-        cp_async_wait<1>();   // this window's q and k landed (its v may be in flight)
-        __syncwarp();
+        if (ti + 1 < n_win) issue(ti + 1);   // into the stage window ti - 1 used
+        cp_async_commit();
+        cp_async_wait<1>();   // window ti's copies (and the strip) landed
+        __syncthreads();
+        const uint32_t sQ = sStage0 + uint32_t(ti & 1) * kStage;
+        const uint32_t sK = sQ + 16u * Layout::kRowBytes;
+        const uint32_t sV = sK + uint32_t(kRowsK) * Layout::kRowBytes;
+
         uint32_t qa[2][4];
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) ldmatrix_x4(sQ + sw64_offset(a_r, 2 * ks + a_j), qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
@@ -241,127 +255,126 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
             row_factor[0] *= inv_norm_from_sumsq_fast(quad_sum(ss0));
             row_factor[1] *= inv_norm_from_sumsq_fast(quad_sum(ss1));
         }
+        // S over the warp's keys (n8 tiles 2 j, 2 j + 1: block blk0 + j)
+        float s[2 * kMaxBlocks][4], kss[2 * kMaxBlocks];
+#pragma unroll
+        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = kss[nt] = 0.f;
+#pragma unroll
+        for (int j = 0; j < kMaxBlocks; ++j) {
+            if (j >= n_blk) break;
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+                uint32_t kb[4];
+                ldmatrix_x4(sK + sw64_offset((blk0 + j) * 16 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
+                mma_16816<Element>(s[2 * j], qa[ks], kb[0], kb[1]);
+                mma_16816<Element>(s[2 * j + 1], qa[ks], kb[2], kb[3]);
+                if (cosine) {   // keys g of n8 tiles 2 j and 2 j + 1, dims 2 t4 + {0, 1, 8, 9} of this step
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const float2 x = Tr::unpack(kb[e]);
+                        kss[2 * j + (e >> 1)] = fmaf(x.x, x.x, fmaf(x.y, x.y, kss[2 * j + (e >> 1)]));
+                    }
+                }
+            }
+        }
+        // logits (log2 units); the key factors of this thread's columns 2 t4, 2 t4 + 1 of each n8
+        // tile are held by lanes 8 t4 and 8 t4 + 4 (g = 2 t4, 2 t4 + 1)
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) {
+            if (nt >= 2 * n_blk) break;
+            float kf0 = 1.f, kf1 = 1.f;
+            if (cosine) {
+                const float kinv = inv_norm_from_sumsq_fast(quad_sum(kss[nt]));
+                kf0 = __shfl_sync(0xffffffffu, kinv, 8 * t4);
+                kf1 = __shfl_sync(0xffffffffu, kinv, 8 * t4 + 4);
+            }
+            const float* bm0 = sBm + g * Layout::kBmPitch + blk0 * 16 + nt * 8 + 2 * t4;
+            const float2 b0 = *reinterpret_cast<const float2*>(bm0);
+            const float2 b1 = *reinterpret_cast<const float2*>(bm0 + 8 * Layout::kBmPitch);
+            s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf0, b0.x);
+            s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf1, b0.y);
+            s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf0, b1.x);
+            s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf1, b1.y);
+            mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+        }
+        float m_w[2], m_use[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            m_w[r] = quad_max(mx[r]);
+            m_use[r] = m_w[r] == -INFINITY ? 0.f : m_w[r];   // keys all -inf: P = 0, not NaN
+        }
+        // P v, and the row sums of P as packed (B = ones: every column of l is the row sum)
         float o[4][4], l[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-        float m_run[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int kt = 0; kt < kTiles; ++kt) {
-            float s[8][4], kss[8];
+        for (int j = 0; j < kMaxBlocks; ++j) {
+            if (j >= n_blk) break;
+            uint32_t a[4];
+            a[0] = Tr::pack(fast_exp2(s[2 * j][0] - m_use[0]), fast_exp2(s[2 * j][1] - m_use[0]));
+            a[1] = Tr::pack(fast_exp2(s[2 * j][2] - m_use[1]), fast_exp2(s[2 * j][3] - m_use[1]));
+            a[2] = Tr::pack(fast_exp2(s[2 * j + 1][0] - m_use[0]), fast_exp2(s[2 * j + 1][1] - m_use[0]));
+            a[3] = Tr::pack(fast_exp2(s[2 * j + 1][2] - m_use[1]), fast_exp2(s[2 * j + 1][3] - m_use[1]));
 #pragma unroll
-            for (int nt = 0; nt < 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = kss[nt] = 0.f;
-#pragma unroll
-            for (int np = 0; np < block_nt(kt) / 2; ++np)
-#pragma unroll
-                for (int ks = 0; ks < 2; ++ks) {
-                    uint32_t kb[4];
-                    ldmatrix_x4(sK + sw64_offset(kt * kBN + np * 16 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
-                    mma_16816<Element>(s[2 * np], qa[ks], kb[0], kb[1]);
-                    mma_16816<Element>(s[2 * np + 1], qa[ks], kb[2], kb[3]);
-                    if (cosine) {   // keys g of n8 tiles 2 np and 2 np + 1, dims 2 t4 + {0, 1, 8, 9} of this step
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const float2 x = Tr::unpack(kb[e]);
-                            kss[2 * np + (e >> 1)] = fmaf(x.x, x.x, fmaf(x.y, x.y, kss[2 * np + (e >> 1)]));
-                        }
-                    }
-                }
-            if (kt == 0) {
-                cp_async_wait<0>();   // this window's v landed (the only copy in flight)
-                __syncwarp();
+            for (int dd = 0; dd < 2; ++dd) {
+                uint32_t vb[4];
+                ldmatrix_x4_trans(sV + sw64_offset((blk0 + j) * 16 + a_r, 2 * dd + a_j), vb[0], vb[1], vb[2], vb[3]);
+                mma_16816<Element>(o[2 * dd], a, vb[0], vb[1]);
+                mma_16816<Element>(o[2 * dd + 1], a, vb[2], vb[3]);
             }
-            if (kt == kTiles - 1) {
-                __syncwarp();   // every lane's q and k fragments are in use: the next q and k may land
-                if (ti + 1 < n_win) issue_qk(window_of(ti + 1));
-                cp_async_commit();
-            }
-            // the key factors of this thread's columns 2 t4, 2 t4 + 1 of each n8 tile (held by
-            // lanes 8 t4 and 8 t4 + 4: g = 2 t4, 2 t4 + 1)
-            float kf[8][2];
-#pragma unroll
-            for (int nt = 0; nt < block_nt(kt); ++nt) {
-                kf[nt][0] = kf[nt][1] = 1.f;
-                if (cosine) {
-                    const float kinv = inv_norm_from_sumsq_fast(quad_sum(kss[nt]));
-                    kf[nt][0] = __shfl_sync(0xffffffffu, kinv, 8 * t4);
-                    kf[nt][1] = __shfl_sync(0xffffffffu, kinv, 8 * t4 + 4);
-                }
-            }
-            const float* bm_row0 = sBm + g * Layout::kBmPitch + kt * kBN + 2 * t4;
-            const float* bm_row1 = bm_row0 + 8 * Layout::kBmPitch;
-            float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int nt = 0; nt < block_nt(kt); ++nt) {
-                const float2 b0 = *reinterpret_cast<const float2*>(bm_row0 + nt * 8);
-                const float2 b1 = *reinterpret_cast<const float2*>(bm_row1 + nt * 8);
-                s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf[nt][0], b0.x);
-                s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf[nt][1], b0.y);
-                s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf[nt][0], b1.x);
-                s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf[nt][1], b1.y);
-                mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
-                mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
-            }
-            float m_use[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const float m_new = fmaxf(m_run[r], quad_max(mx[r]));
-                m_use[r] = m_new == -INFINITY ? 0.f : m_new;   // a row of -inf so far: P = 0, not NaN
-                if (kt > 0) {
-                    const float corr = fast_exp2(m_run[r] - m_use[r]);
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        o[i][2 * r] *= corr;
-                        o[i][2 * r + 1] *= corr;
-                    }
-                    l[2 * r] *= corr;
-                    l[2 * r + 1] *= corr;
-                }
-                m_run[r] = m_new;
-            }
-            // P v, and the row sums of P as packed (B = ones: every column of l is the row sum)
-#pragma unroll
-            for (int kk = 0; kk < block_nt(kt) / 2; ++kk) {
-                uint32_t a[4];
-                a[0] = Tr::pack(fast_exp2(s[2 * kk][0] - m_use[0]), fast_exp2(s[2 * kk][1] - m_use[0]));
-                a[1] = Tr::pack(fast_exp2(s[2 * kk][2] - m_use[1]), fast_exp2(s[2 * kk][3] - m_use[1]));
-                a[2] = Tr::pack(fast_exp2(s[2 * kk + 1][0] - m_use[0]), fast_exp2(s[2 * kk + 1][1] - m_use[0]));
-                a[3] = Tr::pack(fast_exp2(s[2 * kk + 1][2] - m_use[1]), fast_exp2(s[2 * kk + 1][3] - m_use[1]));
-#pragma unroll
-                for (int dd = 0; dd < 2; ++dd) {
-                    uint32_t vb[4];
-                    ldmatrix_x4_trans(sV + sw64_offset(kt * kBN + kk * 16 + a_r, 2 * dd + a_j), vb[0], vb[1], vb[2], vb[3]);
-                    mma_16816<Element>(o[2 * dd], a, vb[0], vb[1]);
-                    mma_16816<Element>(o[2 * dd + 1], a, vb[2], vb[3]);
-                }
-                mma_16816<Element>(l, a, one2, one2);
-            }
+            mma_16816<Element>(l, a, one2, one2);
         }
-        __syncwarp();   // every lane's v fragments are in use: the next v may land
-        if (ti + 1 < n_win) issue_v(window_of(ti + 1));
-        cp_async_commit();
-
-        Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride;
+        // this warp's part: rows g, g + 8; columns 0..31 o, 32 the row max, 33 the row sum
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const float lr = l[2 * r];
-            // l == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
-            const float inv_l = lr == 0.f ? 0.f : fast_rcp(lr);
-            const float lse2 = lr == 0.f ? INFINITY : (m_run[r] == -INFINITY ? 0.f : m_run[r]) + fast_log2(lr);
-            const int row = row0 + g + 8 * r;
-            if (row < N) {
-                if (t4 == 0) p.lse[(b * p.H + h) * N + row] = lse2 * kLn2;
+            float* prow = part + (g + 8 * r) * kPitch;
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    if (i * 8 < d)
-                        *reinterpret_cast<uint32_t*>(out + int64_t(row) * p.out.row_stride + i * 8 + 2 * t4) =
-                            Tr::pack(o[i][2 * r] * inv_l, o[i][2 * r + 1] * inv_l);
+            for (int i = 0; i < 4; ++i) *reinterpret_cast<float2*>(prow + i * 8 + 2 * t4) = make_float2(o[i][2 * r], o[i][2 * r + 1]);
+            if (t4 == 0) *reinterpret_cast<float2*>(prow + 32) = make_float2(m_w[r], l[2 * r]);
+        }
+        __syncthreads();   // every part is written; every warp is done with this window's stage
+
+        // row tid / 8, columns 4 (tid % 8) .. + 3
+        {
+            const int r = tid >> 3, c0 = (tid & 7) * 4;
+            float m = -INFINITY;
+#pragma unroll
+            for (int wp = 0; wp < kRowTailWarps; ++wp) m = fmaxf(m, sPart[(wp * 16 + r) * kPitch + 32]);
+            float lsum = 0.f;
+            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int wp = 0; wp < kRowTailWarps; ++wp) {
+                const float* prow = sPart + (wp * 16 + r) * kPitch;
+                const float mw = prow[32];
+                const float f = mw == -INFINITY ? 0.f : fast_exp2(mw - m);   // (a warp whose keys are all -inf)
+                const float4 ov = *reinterpret_cast<const float4*>(prow + c0);
+                lsum = fmaf(f, prow[33], lsum);
+                acc.x = fmaf(f, ov.x, acc.x);
+                acc.y = fmaf(f, ov.y, acc.y);
+                acc.z = fmaf(f, ov.z, acc.z);
+                acc.w = fmaf(f, ov.w, acc.w);
+            }
+            const int row = row0 + r;
+            if (row < N) {
+                const int64_t b = window_of(ti);
+                // lsum == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
+                const float inv_l = lsum == 0.f ? 0.f : fast_rcp(lsum);
+                if ((tid & 7) == 0)
+                    p.lse[(b * p.H + h) * N + row] = lsum == 0.f ? INFINITY : ((m == -INFINITY ? 0.f : m) + fast_log2(lsum)) * kLn2;
+                if (c0 < d) {
+                    Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride +
+                                   int64_t(row) * p.out.row_stride + c0;
+                    *reinterpret_cast<uint2*>(out) = make_uint2(Tr::pack(acc.x * inv_l, acc.y * inv_l), Tr::pack(acc.z * inv_l, acc.w * inv_l));
+                }
             }
         }
     }
 }
 
 template <typename Element, int kKeys, int kTail>
-__global__ void __launch_bounds__(kRowTailWarps * 32, 2) window_attn_fwd_row_tail_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tail_kernel(const FwdParams p) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     fwd_row_tail_cta<Element, kKeys, kTail>(p, smem_raw);
     // (every thread, also where the CTA had no window: see above)
@@ -848,10 +861,11 @@ inline bool fwd_wgmma_pdl_enabled() {
 }
 
 // The row-tail kernel (fwd_row_tail_cta) takes the last query block where it holds at most 16 rows
-// of data and is not the only one (N in 65..80, 129..144), unless FWA_WINDOW_ROW_TAIL=0.
+// of data and is not the only one, below Npad 256 (N in 65..80, 129..144), unless FWA_WINDOW_ROW_TAIL=0.
 inline bool fwd_wgmma_row_tail(int N) {
     static const bool on = env_switch_on("FWA_WINDOW_ROW_TAIL");
-    // (not at Npad 256 for now: N = 196 ran 98.6 -> 108.8 us, fp16, session 32 run A)
+    // (not at Npad 256: N = 196 ran 98.4 -> 105.1 us, fp16, session 32 run B; its 4 rows cost less
+    // on the warpgroup than k and v copied again)
     return on && N > kTileM && N <= 192 && N - (N - 1) / kTileM * kTileM <= 16;
 }
 
@@ -917,9 +931,9 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
         if (forced == 0) slot.store(groups | (ctas << 3), std::memory_order_relaxed);
     }
     p.groups = groups;
-    // (the row-tail kernel exists for the last blocks a row tail can have: 16 keys wide, or 64 where
-    // FWA_WINDOW_WGMMA_TAIL=0)
-    constexpr bool kRowTailForm = kKeys > 64 && (kTail == 16 || kTail == 64);
+    // (the row-tail kernel exists where fwd_wgmma_row_tail can hold: Npad 128 and 192, the last key
+    // block 16 keys wide, or 64 where FWA_WINDOW_WGMMA_TAIL=0)
+    constexpr bool kRowTailForm = (kKeys == 128 || kKeys == 192) && (kTail == 16 || kTail == 64);
     const bool row_tail = kRowTailForm && fwd_wgmma_row_tail(p.N);
     if (row_tail) {
         // the main grid: planned as for the rows of its query blocks
