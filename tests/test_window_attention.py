@@ -547,11 +547,12 @@ def test_cuda_wgmma_forward_in_subprocess(groups):
 @pytest.mark.cuda
 def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     """The wgmma forward computes its last key block at the keys N leaves in it rounded up to 16
-    (S, softmax and P v over 16, 32 or 48 keys instead of 64); FWA_WINDOW_WGMMA_TAIL=0 computes it
-    at 64 keys, the extra ones padded (-inf logits, P = 0). Every product column and every row sum
-    is the same sum of the same terms in the same order either way, so out, the lse the backward
-    reads, and every gradient must be bitwise equal between the two (and both pass the float64
-    check of test_cuda_wgmma_forward_in_subprocess)."""
+    (S, softmax and P v over 16, 32 or 48 keys instead of 64), and so does the backward's query side
+    at Npad 192 (S, dP, dS and dq += dS k); FWA_WINDOW_WGMMA_TAIL=0 computes them at 64 keys, the
+    extra ones padded (-inf logits, P = 0, dS = 0). Every product column and every row sum is the
+    same sum of the same terms in the same order either way, so out, the lse the backward reads,
+    and every gradient must be bitwise equal between the two (and both pass the float64 check of
+    test_cuda_wgmma_forward_in_subprocess)."""
     cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
     code = (
         "import flash_window_attn as fwa\n"
@@ -623,7 +624,8 @@ def test_cuda_tiled_backward_d32_forms_in_subprocess(form):
     """On sm_90a the tiled backward at head dim <= 32 takes its products from warpgroup MMA
     (bwd_tiled_kernels.cuh, kWgmma), and at Npad 128, 192 and 256 its query side is the kernel that
     holds a window's keys over 2 warpgroups (bwd_q_wg_kernel.cuh, the default there; Npad 192 runs
-    its 256-key form with the last 64-key sub-block skipped: N = 144, 192 and 200 below).
+    its 256-key form with the last 64-key sub-block skipped and the one before it as wide as N
+    leaves it: N = 144 (16 keys) and 192 (64) below).
     FWA_WINDOW_BWD_Q_WG=0 keeps the kWgmma query-side kernel
     there, FWA_WINDOW_BWD_WGMMA=0 the mma.sync kernels (the form of every other GPU). The three,
     checked against float64 on the same problems (elsewhere all three runs take the mma.sync form)."""

@@ -1,8 +1,9 @@
 // Query side of the tiled window backward (dq, the dbias and dalpha partials) on Hopper warpgroup
-// MMA for head dim <= 32 and Npad = kKeys of 128 or 256, and Npad 192 on the 256-key form (warpgroup
-// 1's second sub-block, keys 192..255, skipped: the other three take as long as at Npad 256, so per
-// window it costs what Npad 256 does; still 9-16 % under window_attn_bwd_q_kernel at N = 144-169,
-// session 25 run E), and Npad > 256 in key ranges of 256 keys (BwdParams::n_key_ranges: one CTA per
+// MMA for head dim <= 32 and Npad = kKeys of 128 or 256, and Npad 192 on the 256-key form (keys
+// 192..255 skipped; warpgroup 0 takes keys 0..63 and the last block, 128..191, computed only as wide
+// as the keys N leaves in it (kTail: 16 at N = 144), warpgroup 1 keys 64..127: at N = 144 ~1.25
+// sub-blocks against 1, where warpgroup 0 took 2 full ones before session 32; in session 25 run E
+// that form was still 9-16 % under window_attn_bwd_q_kernel at N = 144-169), and Npad > 256 in key ranges of 256 keys (BwdParams::n_key_ranges: one CTA per
 // range, each writing its fp32 dq part, summed in range order afterwards; session 25 runs F-H):
 // the form bwd_tiled_kernels.cuh's launcher takes there on sm_90a (window_bwd_q_wg_enabled), in
 // place of window_attn_bwd_q_kernel.
@@ -12,7 +13,8 @@
 // Work split as window_attn_bwd_q_kernel's: a CTA owns one (64-query block, head h, bm window w) and
 // a chunk of the windows b = w + nW t sharing that bias+mask slice. Unlike it, the CTA holds all
 // kKeys keys of a window at once and splits them over 2 warpgroups, kSub 64-key sub-blocks each
-// (256: 2, 128: 1), both on the same window:
+// (256: 2, 128: 1; interleaved: warpgroup wg's sub-block sb is keys (2 sb + wg) 64 ..), both on the
+// same window:
 //   S, dP (64 x 64 per sub-block)  wgmma m64n64k16 from shared memory (64-byte-swizzled tiles)
 //   P, dS in registers, with the operations of the key-side kernel (the same bits: see there)
 //   dbias (64 rows x the warpgroup's keys) accumulated in registers over the whole chunk
@@ -58,12 +60,19 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr size_t bytes() { return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes; }
 };
 
-template <typename Element, int kKeys, bool kDropout>
+// kTail < 64 (Npad 192 on the 256-key form, no dropout; bwd_q_wg_tail_keys): the last key block,
+// keys 128..191, is warpgroup 0's second sub-block and is computed only over its first kTail keys
+// (those N leaves in it rounded up to 16: S, dP at wgmma m64n{kTail}, the elementwise work over
+// kTail / 8 n8 tiles, dq += dS k in kTail / 16 k16 steps; the padded keys' dS is 0, so the sums
+// are bitwise those of the full block), against warpgroup 1's one full sub-block (keys 64..127).
+template <typename Element, int kKeys, bool kDropout, int kTail = 64>
 __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA
     using L = BwdQWgLayout<kKeys>;
     constexpr int kNT = 8;   // n8 tiles of a 64-key sub-block
     constexpr int kSub = L::kSub;
+    static_assert(kTail == 64 || (kKeys == 256 && !kDropout && kTail % 16 == 0 && kTail >= 16),
+                  "a narrow last key block: Npad 192 on the 256-key form, without dropout");
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
@@ -212,31 +221,32 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         // it times 1/||q_i|| (see bwd_tiled_kernels.cuh)
         float da[2][2] = {};
 
-#pragma unroll
-        for (int sb = 0; sb < kSub; ++sb) {
-            const int key0 = (wg * kSub + sb) * 64;
-            // past Npad (Npad 192, or the last key range): warpgroup 1's second sub-block, or more
-            if (kr0 + key0 >= Npad) break;
+        // Sub-block sb of warpgroup wg: keys (sb * kWgs + wg) * 64 .. + 63 (interleaved: at Npad 192
+        // warpgroup 0 takes keys 0..63 and the last block, 128..191, warpgroup 1 keys 64..127), kW of
+        // them (64, or kTail for the last block).
+        auto sub_block = [&](int sb, int key0, auto width_tag) {
+            constexpr int kW = decltype(width_tag)::value;
+            constexpr int kNW = kW / 8;   // its n8 tiles
             const uint32_t k_bytes = st_bytes + L::kKOff + key0 * 64, v_bytes = st_bytes + L::kVOff + key0 * 64;
-            float s[kNT][4], dp[kNT][4];
-            wg_mma_abt<Element>(s, wgmma_desc_add(desc0, st_bytes + L::kQOff), wgmma_desc_add(desc0, k_bytes));
-            wg_mma_abt<Element>(dp, wgmma_desc_add(desc0, st_bytes + L::kOOff), wgmma_desc_add(desc0, v_bytes));
+            float s[kNW][4], dp[kNW][4];
+            wg_mma_abt<Element, kW>(s, wgmma_desc_add(desc0, st_bytes + L::kQOff), wgmma_desc_add(desc0, k_bytes));
+            wg_mma_abt<Element, kW>(dp, wgmma_desc_add(desc0, st_bytes + L::kOOff), wgmma_desc_add(desc0, v_bytes));
             wg_products_done(s, dp);
             if constexpr (kDropout)
                 dropout_apply(dp, dropout_keep_bits<kNT>(drop, b * p.H + h, (row0 + warp * 16) >> 4, (kr0 + key0) >> 4, lane),
                               drop.scale);
             auto elementwise = [&](auto cosine_tag) {
                 constexpr bool kCos = decltype(cosine_tag)::value;
-                float2 kf[kCos ? kNT : 1];
+                float2 kf[kCos ? kNW : 1];
                 if constexpr (kCos) {
 #pragma unroll
-                    for (int nt = 0; nt < kNT; ++nt) kf[nt] = *reinterpret_cast<const float2*>(kinv + key0 + nt * 8 + 2 * t4);
+                    for (int nt = 0; nt < kNW; ++nt) kf[nt] = *reinterpret_cast<const float2*>(kinv + key0 + nt * 8 + 2 * t4);
                 }
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     const float* bm_row = sBm + lrow[r] * L::kBmPitch + key0 + 2 * t4;
 #pragma unroll
-                    for (int nt = 0; nt < kNT; ++nt) {
+                    for (int nt = 0; nt < kNW; ++nt) {
                         float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
                         if constexpr (kCos) {   // s / ||k_j||
                             c0 *= kf[nt].x;
@@ -260,8 +270,17 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             };
             if (cosine) elementwise(std::true_type{});
             else elementwise(std::false_type{});
-            wg_mma_pb<Element>(dq, dp, wgmma_desc_add(desc0_t, k_bytes));
+            wg_mma_pb<Element, kW>(dq, dp, wgmma_desc_add(desc0_t, k_bytes));
             wg_products_done(dq);
+        };
+#pragma unroll
+        for (int sb = 0; sb < kSub; ++sb) {
+            const int key0 = (sb * L::kWgs + wg) * 64;
+            // past Npad (Npad 192, or the last key range): warpgroup 1's second sub-block, or more
+            if (kr0 + key0 >= Npad) break;
+            // (sb is a constant once unrolled: one form per sub-block is compiled)
+            if (kTail < 64 && sb == kSub - 1) sub_block(sb, key0, std::integral_constant<int, kTail>{});
+            else sub_block(sb, key0, std::integral_constant<int, 64>{});
         }
 
         // The warpgroups' dq (and V2 row sums) added in warpgroup order by warpgroup 0.
@@ -320,7 +339,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         float* gAcc = p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad + int64_t(row0) * p.Npad;
 #pragma unroll
         for (int sb = 0; sb < kSub; ++sb) {
-            const int key0 = kr0 + (wg * kSub + sb) * 64;
+            const int key0 = kr0 + (sb * L::kWgs + wg) * 64;
             if (key0 >= Npad) break;
 #pragma unroll
             for (int r = 0; r < 2; ++r)

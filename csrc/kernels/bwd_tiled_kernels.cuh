@@ -168,11 +168,19 @@ template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* ra
     else return raw;
 }
 
-template <typename Element, int kHeadDim, bool kDropout, bool kWgmma = false>
+// kTailQ < 64 (kWgmma without dropout; bwd_kv_tail_queries): the last query block is computed only
+// over its first kTailQ queries (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and
+// dPᵀ at wgmma m64n{kTailQ}, the elementwise work over kTailQ / 8 n8 tiles (the others' P is 0
+// for the column sums of P and P dP, as a padded query's is), dv += Pᵀ dout and dk' += dSᵀ q in
+// kTailQ / 16 k16 steps. The padded queries' P and dS are 0, so every sum is bitwise that of the
+// full block (FWA_WINDOW_WGMMA_TAIL=0 keeps it, for A/B timing and tests).
+template <typename Element, int kHeadDim, bool kDropout, bool kWgmma = false, int kTailQ = 64>
 __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) window_attn_bwd_kv_kernel(const BwdParams p) {
     constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();
     constexpr int kNT = kTileM / 8;   // n8 tiles over the 64 queries of a block
     constexpr int kDT = kHeadDim / 8;
+    static_assert(kTailQ == kTileM || (kWgmma && !kDropout && kTailQ % 16 == 0 && kTailQ >= 16),
+                  "a narrow last query block: wgmma products, no dropout");
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Element* sK = reinterpret_cast<Element*>(bwd_smem_base<kWgmma>(smem_raw));
@@ -289,88 +297,107 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
         const float* qinv = lse + 2 * kTileM;
         const float* bmt = sBm + st * kTileM * kKvBmPitch;
 
-        // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block.
-        float s[kNT][4], dp[kNT][4];
+        // Sᵀ = k qᵀ and dPᵀ = v doutᵀ for this warp's 16 keys and the 64 queries of the block (the
+        // last block: its first kW, kTailQ).
         const uint32_t st_bytes = uint32_t(st) * kTile * sizeof(Element);
-        bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO,
-                                   {dK, wgmma_desc_add(dQ0, st_bytes), dV, wgmma_desc_add(dO0, st_bytes)}, warp, lane);
+        auto item = [&](auto width_tag) {
+            constexpr int kW = decltype(width_tag)::value;
+            constexpr int kNW = kW / 8;   // n8 tiles computed
+            float s[kNT][4], dp[kNT][4];
+            // (narrow: the first kNW n8 tiles of s and dp)
+            float (&sw)[kNW][4] = *reinterpret_cast<float (*)[kNW][4]>(&s[0][0]);
+            float (&dpw)[kNW][4] = *reinterpret_cast<float (*)[kNW][4]>(&dp[0][0]);
+            if constexpr (kW == kTileM) {
+                bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO,
+                                           {dK, wgmma_desc_add(dQ0, st_bytes), dV, wgmma_desc_add(dO0, st_bytes)}, warp, lane);
+            } else {
+                wg_mma_abt<Element, kW>(sw, dK, wgmma_desc_add(dQ0, st_bytes));
+                wg_mma_abt<Element, kW>(dpw, dV, wgmma_desc_add(dO0, st_bytes));
+                wg_products_done(sw, dpw);
+#pragma unroll
+                for (int nt = kNW; nt < kNT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;   // P of no query
+            }
 
-        // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
-        uint32_t keep_bits = 0;
-        if constexpr (kDropout) {
-            keep_bits = dropout_keep_bits_transposed<kNT>(drop, b * p.H + h, ib * (kTileM / 16),
-                                                          (key0 + warp * 16) >> 4, lane);
-            dropout_apply(dp, keep_bits, drop.scale);
-        }
-        // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries; pdp: P dP summed over
-        // the thread's two keys, per query column. Instantiated per (cosine, bias+mask) pair,
-        // picked once per item (see the query-side kernel).
-        float pdp[2 * kNT];
+            // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
+            uint32_t keep_bits = 0;
+            if constexpr (kDropout) {
+                keep_bits = dropout_keep_bits_transposed<kNT>(drop, b * p.H + h, ib * (kTileM / 16),
+                                                              (key0 + warp * 16) >> 4, lane);
+                dropout_apply(dp, keep_bits, drop.scale);
+            }
+            // Pᵀ (into s) and dSᵀ (into dp); rows are keys, columns queries; pdp: P dP summed over
+            // the thread's two keys, per query column. Instantiated per (cosine, bias+mask) pair,
+            // picked once per item (see the query-side kernel).
+            float pdp[2 * kNT];
 #pragma unroll
-        for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
-        auto elementwise = [&](auto cosine_tag, auto bm_tag) {
-            constexpr bool kCos = decltype(cosine_tag)::value;
-            constexpr bool kBm = decltype(bm_tag)::value;
-            const float al = alpha * kLog2e;
+            for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
+            auto elementwise = [&](auto cosine_tag, auto bm_tag) {
+                constexpr bool kCos = decltype(cosine_tag)::value;
+                constexpr bool kBm = decltype(bm_tag)::value;
+                const float al = alpha * kLog2e;
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int lkey = warp * 16 + g + 8 * r;
-                const int key = key0 + lkey;
-                const bool key_out = !kBm && key >= N;
+                for (int r = 0; r < 2; ++r) {
+                    const int lkey = warp * 16 + g + 8 * r;
+                    const int key = key0 + lkey;
+                    const bool key_out = !kBm && key >= N;
 #pragma unroll
-                for (int nt = 0; nt < kNT; ++nt) {
-                    const int c = nt * 8 + 2 * t4;   // query within the block
-                    // P is computed with exactly the operations of the query-side kernel, so that
-                    // both kernels see the same bits: the D summed here (sum P dP / sum P) must
-                    // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
-                    // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
-                    // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
-                    float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
-                    const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
-                    float f0 = al, f1 = al;
-                    if constexpr (kCos) {
-                        x0 *= k_inv[r];
-                        x1 *= k_inv[r];
-                        f0 = qf.x * al;
-                        f1 = qf.y * al;
+                    for (int nt = 0; nt < kNW; ++nt) {
+                        const int c = nt * 8 + 2 * t4;   // query within the block
+                        // P is computed with exactly the operations of the query-side kernel, so that
+                        // both kernels see the same bits: the D summed here (sum P dP / sum P) must
+                        // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
+                        // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
+                        // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
+                        float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+                        const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+                        float f0 = al, f1 = al;
+                        if constexpr (kCos) {
+                            x0 *= k_inv[r];
+                            x1 *= k_inv[r];
+                            f0 = qf.x * al;
+                            f1 = qf.y * al;
+                        }
+                        if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
+                            x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
+                            x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
+                        } else {
+                            x0 *= f0;
+                            x1 *= f1;
+                            if (key_out) x0 = x1 = -INFINITY;
+                        }
+                        const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+                        const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+                        const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+                        s[nt][2 * r] = p0;
+                        s[nt][2 * r + 1] = p1;
+                        const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                        pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+                        pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+                        dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
+                        dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
                     }
-                    if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
-                        x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
-                        x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
-                    } else {
-                        x0 *= f0;
-                        x1 *= f1;
-                        if (key_out) x0 = x1 = -INFINITY;
-                    }
-                    const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
-                    const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
-                    const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
-                    s[nt][2 * r] = p0;
-                    s[nt][2 * r + 1] = p1;
-                    const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-                    pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-                    pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-                    dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
-                    dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
                 }
+            };
+            dispatch_flag_pair(cosine, has_bm, elementwise);
+
+            // sums of P dP and of P (before dropout) over the warp's 16 keys, per query
+            static_assert(kNT == 8, "stage_warp_column_sums sums a 64-column tile");
+            stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
+
+            if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
+            // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
+            if constexpr (kWgmma) {
+                wg_mma_pb<Element, kW>(dv, sw, wgmma_desc_add(dOt0, st_bytes));
+                wg_mma_pb<Element, kW>(dk, dpw, wgmma_desc_add(dQt0, st_bytes));
+                wg_products_done(dk, dv);
+            } else {
+                warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
+                warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
             }
         };
-        dispatch_flag_pair(cosine, has_bm, elementwise);
-
-        // sums of P dP and of P (before dropout) over the warp's 16 keys, per query
-        static_assert(kNT == 8, "stage_warp_column_sums sums a 64-column tile");
-        stage_warp_column_sums(pdp, s, sPdp, sPsum, (st * (kNumThreads / 32) + warp) * kTileM);
-
-        if constexpr (kDropout) dropout_apply(s, keep_bits, drop.scale);
-        // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q
-        if constexpr (kWgmma) {
-            wg_mma_pb<Element>(dv, s, wgmma_desc_add(dOt0, st_bytes));
-            wg_mma_pb<Element>(dk, dp, wgmma_desc_add(dQt0, st_bytes));
-            wg_products_done(dk, dv);
-        } else {
-            warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
-            warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
-        }
+        // (ib == n_blocks - 1 at run time: both forms are compiled where kTailQ < 64)
+        if (kTailQ < kTileM && ib == n_blocks - 1) item(std::integral_constant<int, kTailQ>{});
+        else item(std::integral_constant<int, kTileM>{});
     }
     __syncthreads();
     store_pdp_partial(n_blocks - 1);
@@ -741,13 +768,14 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
         // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
         const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
         if (wg) {
-            auto run = [&](auto keys_tag) {
+            auto run = [&](auto keys_tag, auto tail_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
+                constexpr int kTail = decltype(tail_tag)::value;
                 using L = BwdQWgLayout<kKeys>;
-                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout>>(L::bytes(), L::kThreads, ctas);
+                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>>(L::bytes(), L::kThreads, ctas);
                 if (err != cudaSuccess || !launch) return err;
                 if (p.n_key_ranges == 1) {
-                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
+                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
                     return cudaGetLastError();
                 }
                 // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
@@ -760,7 +788,7 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                     pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
                     const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * batch.chunks * p.n_key_ranges;
                     c0 += batch.chunks;
-                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout><<<static_cast<unsigned>(g), L::kThreads, L::bytes(), stream>>>(pb);
+                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(g), L::kThreads, L::bytes(), stream>>>(pb);
                     if ((err = cudaGetLastError()) != cudaSuccess) return err;
                     constexpr int kThreads = 256;
                     const int64_t work = (b1 - b0) * p.H * p.N * (p.d / 2);
@@ -770,8 +798,23 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                 }
                 return cudaSuccess;
             };
-            if (p.Npad == 128) return run(std::integral_constant<int, 128>{});
-            return run(std::integral_constant<int, 256>{});   // Npad 192, 256, or key ranges of 256
+            using K128 = std::integral_constant<int, 128>;
+            using K256 = std::integral_constant<int, 256>;
+            using Full = std::integral_constant<int, 64>;
+            if (p.Npad == 128) return run(K128{}, Full{});
+            if constexpr (!kDropout) {
+                // Npad 192: the last key block as wide as the keys N leaves in it (rounded up to 16;
+                // fwd_wgmma_tail_keys, 64 where FWA_WINDOW_WGMMA_TAIL=0)
+                if (p.Npad == 192) {
+                    switch (fwd_wgmma_tail_keys(p.N, 192)) {
+                        case 16: return run(K256{}, std::integral_constant<int, 16>{});
+                        case 32: return run(K256{}, std::integral_constant<int, 32>{});
+                        case 48: return run(K256{}, std::integral_constant<int, 48>{});
+                        default: break;
+                    }
+                }
+            }
+            return run(K256{}, Full{});   // Npad 192, 256, or key ranges of 256
         }
     }
     using QSmem = BwdQSmem<kHeadDim, kWgmma>;
@@ -806,12 +849,26 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     }
     {
         const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
-        int ctas = 0;
-        if ((err = prepare_kernel<window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
-            return err;
         const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
-        window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma><<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        auto run_kv = [&](auto tail_tag) -> cudaError_t {
+            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, decltype(tail_tag)::value>;
+            int ctas = 0;
+            cudaError_t e = prepare_kernel<kKernel>(smem, kNumThreads, &ctas);
+            if (e != cudaSuccess) return e;
+            kKernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
+            return cudaGetLastError();
+        };
+        // the last query block as wide as the queries N leaves in it (rounded up to 16;
+        // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout
+        int tail = kTileM;
+        if constexpr (kWgmma && !kDropout) tail = fwd_wgmma_tail_keys(p.N, p.Npad);
+        switch (tail) {
+            case 16: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 16 : kTileM>{}); break;
+            case 32: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 32 : kTileM>{}); break;
+            case 48: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 48 : kTileM>{}); break;
+            default: err = run_kv(std::integral_constant<int, kTileM>{}); break;
+        }
+        if (err != cudaSuccess) return err;
     }
     {
         constexpr int kThreads = 256;

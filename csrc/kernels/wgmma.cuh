@@ -103,24 +103,26 @@ FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t
 // kernels; 128 threads, each warp its 16 rows of the 64-row result in the mma.sync C-fragment
 // layout of warp_mma_abt / warp_mma_pb's accumulators). Issued, not waited for: wg_products_done
 // commits and waits.
-// acc (64 x 64) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns), given by their
-// K-major descriptors (sw64_kmajor_desc; the k16 step ks is 32 ks bytes on).
-template <typename Element>
-FWA_DEVICE void wg_mma_abt(float (&acc)[8][4], uint64_t da, uint64_t db) {
+// acc (64 x kN) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns), given by their
+// K-major descriptors (sw64_kmajor_desc; the k16 step ks is 32 ks bytes on); kN = 64, or 16, 32, 48:
+// B's first kN rows (the query side's last key block, bwd_q_wg_kernel.cuh).
+template <typename Element, int kN = 64>
+FWA_DEVICE void wg_mma_abt(float (&acc)[kN / 8][4], uint64_t da, uint64_t db) {
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks)
-        wgmma_s64<Element>(acc, wgmma_desc_add(da, 32u * ks), wgmma_desc_add(db, 32u * ks), ks > 0);
+        wgmma_s<Element, kN>(acc, wgmma_desc_add(da, 32u * ks), wgmma_desc_add(db, 32u * ks), ks > 0);
 }
-// acc (64 x 32) += P B, P (64 x 64) the accumulator of an earlier product (rounded to Element),
-// B the 64 x 32 swizzled tile read transposed (its rows along k), given by its MN-major descriptor
-// (sw64_mnmajor_desc; the k16 step kk, 16 rows, is 1024 kk bytes on).
-template <typename Element>
-FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], uint64_t db) {
+// acc (64 x 32) += P B, P (64 x kK) the accumulator of an earlier product (rounded to Element),
+// B the kK x 32 swizzled tile read transposed (its rows along k), given by its MN-major descriptor
+// (sw64_mnmajor_desc; the k16 step kk, 16 rows, is 1024 kk bytes on); kK = 64, or 16, 32, 48.
+template <typename Element, int kK = 64>
+FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[kK / 8][4], uint64_t db) {
     using Tr = ElementTraits<Element>;
-    uint32_t a[4][4];
+    constexpr int kSteps = kK / 16;
+    uint32_t a[kSteps][4];
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
+    for (int kk = 0; kk < kSteps; ++kk) {
         a[kk][0] = Tr::pack(pf[2 * kk][0], pf[2 * kk][1]);
         a[kk][1] = Tr::pack(pf[2 * kk][2], pf[2 * kk][3]);
         a[kk][2] = Tr::pack(pf[2 * kk + 1][0], pf[2 * kk + 1][1]);
@@ -128,7 +130,7 @@ FWA_DEVICE void wg_mma_pb(float (&acc)[4][4], const float (&pf)[8][4], uint64_t 
     }
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) wgmma_pv<Element, 32>(acc, a[kk], wgmma_desc_add(db, 1024u * kk), 1);
+    for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, 32>(acc, a[kk], wgmma_desc_add(db, 1024u * kk), 1);
 }
 template <int kM0, int kM1>
 FWA_DEVICE void wg_products_done(float (&acc0)[kM0][4], float (&acc1)[kM1][4]) {

@@ -173,9 +173,10 @@ template <typename Element, int kHeadDim> cudaError_t run_fwd(const FwdParams& p
 // window_fwd_wgmma_enabled().
 // kTail: the keys (16, 32, 48 or 64) its last 64-key block computes, fwd_wgmma_tail_keys.
 template <typename Element, int kKeys, int kTail> cudaError_t run_fwd_wgmma(const FwdParams& p, cudaStream_t s);
-// The width of the wgmma forward's last key block for N keys padded to Npad: the keys N leaves in
-// it rounded up to 16 (N = 144, Npad 192: 16, where a 64-key block spent 3/4 of its products and
-// exponentials on padded keys), or 64 where FWA_WINDOW_WGMMA_TAIL=0 (A/B timing, tests).
+// The width of the wgmma forward's last key block for N keys padded to Npad (and of the backward
+// query side's at Npad 192, bwd_q_wg_kernel.cuh): the keys N leaves in it rounded up to 16 (N = 144,
+// Npad 192: 16, where a 64-key block spent 3/4 of its products and exponentials on padded keys), or
+// 64 where FWA_WINDOW_WGMMA_TAIL=0 (A/B timing, tests).
 int fwd_wgmma_tail_keys(int N, int Npad);
 // True when the current device runs the wgmma forward: an sm_90a build (setup.py defines
 // FWA_SM90A_BUILT), a compute capability 9.0 device, and FWA_WINDOW_WGMMA (testing, A/B timing) not
