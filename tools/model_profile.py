@@ -1,7 +1,9 @@
 """Where a model step's GPU time goes (developer tool): torch.profiler over a few training (or
 inference) steps of a timm Swin model, swapped / ceiling / plain, eager or compiled, bf16 autocast,
 the same model construction and step as benchmarks/bench_models.py. Prints the GPU time per step
-of each kernel (names shortened), the total, and the share of this package's kernels.
+of each kernel (names shortened), the total, the GPU's busy time (kernels that overlap, as the
+window forward's row-tail kernel does its main grid, counted once), and the share of this
+package's kernels.
 
     python tools/model_profile.py [--model swinv2_tiny_window16_256] [--batch 64]
         [--variants swap_compile,ceiling_compile] [--mode train|infer] [--steps 5]
@@ -15,7 +17,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import bench_models as bm  # noqa: E402
 from _model_variants import apply_ceiling, load_swap  # noqa: E402
-from _kernel_times import gpu_time_by_kernel  # noqa: E402  (tools/, the script's directory)
+from _kernel_times import kernel_times  # noqa: E402  (tools/, the script's directory)
 
 
 def short(name: str) -> str:
@@ -71,10 +73,11 @@ def main() -> None:
     for key in args.variants.split(","):
         v = bm.VARIANT_BY_KEY[key]
         step, _keep = variant_step(args.model, key, args.batch, args.mode, dev)
-        per, calls = gpu_time_by_kernel(step, args.steps, short)
+        per, calls, busy = kernel_times(step, args.steps, short)
         total = sum(per.values())
         ours = sum(t for n, t in per.items() if n.startswith("fwa::"))
         print(f"\n== {args.model} bs{args.batch} {v.label} {args.mode}: GPU time per step {total / 1000:.2f} ms, "
+              f"busy {busy / 1000:.2f} ms (overlapping kernels once), "
               f"flash_window_attn kernels {ours / 1000:.2f} ms, {len(per)} kernel names, "
               f"{sum(calls.values())} launches per step")
         for n, us in sorted(per.items(), key=lambda kv: -kv[1])[: args.top]:
