@@ -130,6 +130,46 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
+// The copies of both window forwards below into 64-byte-swizzled tiles (rows of 64 bytes: head
+// dim <= 32 at 16 bits) by a warpgroup: thread tid moves 16-byte chunk ld_j = tid % 4 of rows ld_r
+// + 32 i, ld_r = tid / 4, whose swizzled position in a row is the same for every i (32 rows = 4
+// swizzle periods). copy<kRows>: rows first_row .. first_row + kRows - 1 of one window (`win`: its
+// row 0, rs its row stride in elements), zero-filled beyond N and d. Offsets within a window in 32
+// bits (rows < 1024 apart; row strides are element counts of a few rows of a tensor:
+// window_fwd_wgmma_shape_ok), the chunk addresses advanced by 32 rows each: with the offsets
+// derived per chunk (or held in 64 bits), the compiler re-derived them from the parameters per
+// chunk (~25 instructions each, ~450 per window) or spilled.
+template <typename Element> struct Sw64RowCopier {
+    int ld_r, ld_j;
+    bool col_ok;
+    uint32_t soff;
+    FWA_DEVICE Sw64RowCopier(int tid, int d)
+        : ld_r(tid >> 2), ld_j(tid & 3), col_ok((tid & 3) * 8 < d), soff(sw64_offset(tid >> 2, tid & 3)) {}
+    template <int kRows>
+    FWA_DEVICE void copy(uint32_t tile, const Element* win, int rs, int first_row, int N, const Element* src) const {
+        constexpr int kPasses = (kRows + 31) / 32;
+        // (kRows < 32 or not a multiple: the threads past its last row copy nothing there)
+        auto in_tile = [&](int i) { return kRows % 32 == 0 || ld_r + 32 * i < kRows; };
+        const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
+        const int step = 32 * rs;
+        if (col_ok && first_row + kRows <= N) {   // every row of the tile exists
+#pragma unroll
+            for (int i = 0; i < kPasses; ++i) {
+                if (in_tile(i)) cp_async_16(tile + soff + uint32_t(i) * 2048u, gp, 16);
+                gp += step;
+            }
+        } else {
+            const int rows_left = N - first_row - ld_r;   // rows ld_r + 32 i < rows_left exist
+#pragma unroll
+            for (int i = 0; i < kPasses; ++i) {
+                const bool valid = col_ok && 32 * i < rows_left;
+                if (in_tile(i)) cp_async_16(tile + soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
+                gp += step;
+            }
+        }
+    }
+};
+
 // The row tail. Where the last 64-query block holds at most 16 rows of data (N = 144: rows
 // 128..143 of the padded 192; N = 196: 4 rows), a warpgroup's m64 tile spends 3/4 or more of its
 // products, exponentials and P v on padded rows: at N = 144 a quarter of the forward. With
@@ -186,28 +226,15 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
-    // Copies: thread tid moves 16-byte chunk ld_j of rows ld_r + 32 i (swizzled position: the same
-    // for every i), zero-filled beyond N and d.
-    const int ld_r = tid >> 2, ld_j = tid & 3;
-    const bool ld_col_ok = ld_j * 8 < d;
-    const uint32_t ld_soff = sw64_offset(ld_r, ld_j);
-    auto copy_rows = [&](uint32_t tile, const Element* win, int64_t rs, int first_row, int rows, const Element* src) {
-        const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
-#pragma unroll
-        for (int i = 0; i < (rows + 31) / 32; ++i) {
-            if (rows % 32 == 0 || ld_r + 32 * i < rows) {
-                const bool valid = ld_col_ok && first_row + ld_r + 32 * i < N;
-                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
-            }
-            gp += 32 * rs;
-        }
-    };
+    const Sw64RowCopier<Element> cp(tid, d);
     auto issue = [&](int ti) {
         const int64_t b = window_of(ti);
         const uint32_t sQ = sStage0 + uint32_t(ti & 1) * kStage;
-        copy_rows(sQ, q_base + b * p.q.batch_stride, p.q.row_stride, row0, 16, q_base);
-        copy_rows(sQ + 16u * Layout::kRowBytes, k_base + b * p.k.batch_stride, p.k.row_stride, 0, kRowsK, k_base);
-        copy_rows(sQ + (16u + kRowsK) * Layout::kRowBytes, v_base + b * p.v.batch_stride, p.v.row_stride, 0, kRowsK, v_base);
+        cp.copy<16>(sQ, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, N, q_base);
+        cp.copy<kRowsK>(sQ + 16u * Layout::kRowBytes, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, N,
+                        k_base);
+        cp.copy<kRowsK>(sQ + (16u + kRowsK) * Layout::kRowBytes, v_base + b * p.v.batch_stride,
+                        static_cast<int>(p.v.row_stride), 0, N, v_base);
     };
     issue(0);
     // the strip's rows row0 .. row0 + 15
@@ -375,10 +402,14 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
 
 template <typename Element, int kKeys, int kTail>
 __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tail_kernel(const FwdParams p) {
+#if FWA_HAS_WGMMA   // (launched only after the sm_90a main grid; griddepcontrol needs sm_90)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     fwd_row_tail_cta<Element, kKeys, kTail>(p, smem_raw);
     // (every thread, also where the CTA had no window: see above)
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#else
+    __trap();
+#endif
 }
 
 static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
@@ -441,45 +472,17 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
-    // Copies: thread tid moves 16-byte chunk ld_j of rows ld_r + 32 i; its swizzled position in a
-    // row is the same for every i (32 rows = 4 swizzle periods).
-    const int ld_r = tid >> 2, ld_j = tid & 3;
-    const bool ld_col_ok = ld_j * 8 < d;
-    const uint32_t ld_soff = sw64_offset(ld_r, ld_j);
-    // Copies of a tile's rows first_row .. first_row + rows - 1 of one window (`win`: its row 0),
-    // zero-filled beyond N. Offsets within a window in 32 bits (rows < 1024 apart; row strides
-    // are element counts of a few rows of a tensor), the chunk addresses advanced by 32 rows
-    // each: with the offsets derived per chunk (or held in 64 bits), the compiler re-derived them
-    // from the parameters per chunk (~25 instructions each, ~450 per window) or spilled.
-    auto copy_rows = [&](uint32_t tile, const Element* win, int rs, int first_row, int rows, const Element* src) {
-        const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
-        const int step = 32 * rs;
-        if (ld_col_ok && first_row + rows <= N) {   // every row of the tile exists
-#pragma unroll
-            for (int i = 0; i < rows / 32; ++i) {
-                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, gp, 16);
-                gp += step;
-            }
-        } else {
-            const int rows_left = N - first_row - ld_r;   // rows ld_r + 32 i < rows_left exist
-#pragma unroll
-            for (int i = 0; i < rows / 32; ++i) {
-                const bool valid = ld_col_ok && 32 * i < rows_left;
-                cp_async_16(tile + ld_soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
-                gp += step;
-            }
-        }
-    };
+    const Sw64RowCopier<Element> cp(tid, d);
     // Stage st's tiles: q, then k, then v.
     auto stage_q = [&](int st) { return sGroup + uint32_t(st) * Layout::kStageBytes; };
     auto issue_qk = [&](int64_t b, int st) {
         const uint32_t tq = stage_q(st);
-        copy_rows(tq, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, kTileM, q_base);
-        copy_rows(tq + Layout::kQBytes, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, kKeys, k_base);
+        cp.copy<kTileM>(tq, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, N, q_base);
+        cp.copy<kKeys>(tq + Layout::kQBytes, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, N, k_base);
     };
     auto issue_v = [&](int64_t b, int st) {
-        copy_rows(stage_q(st) + Layout::kQBytes + Layout::kKBytes, v_base + b * p.v.batch_stride,
-                  static_cast<int>(p.v.row_stride), 0, kKeys, v_base);
+        cp.copy<kKeys>(stage_q(st) + Layout::kQBytes + Layout::kKBytes, v_base + b * p.v.batch_stride,
+                       static_cast<int>(p.v.row_stride), 0, N, v_base);
     };
 
 
