@@ -511,8 +511,8 @@ def test_cuda_forward_placements_in_subprocess(config):
                              f"forward placement {config}")
 
 
-# N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query and key blocks
-# (last query blocks of at most 16 rows: N = 65, 80, 129, 144 on the row-tail kernel, 196, 200, 208)
+# N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query blocks (at most 16
+# rows at N = 65, 80, 129 and 144, the row-tail kernel's, and at 196, 200, 208) and key blocks
 # (the last key block's width, fwd_wgmma_tail_keys: 16 at N = 1, 7, 65, 129, 144, 200; 32 at N = 20,
 # 90, 160; 48 at N = 33, 100, 230; 64 elsewhere), d < 32 (zero-filled columns), V1 / V2, with and
 # without bias+mask, a mask with fully masked (-inf) rows, clustered values, both dtypes, packed
@@ -547,9 +547,10 @@ def test_cuda_wgmma_forward_in_subprocess(groups):
 @pytest.mark.cuda
 def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     """The wgmma forward computes its last key block at the keys N leaves in it rounded up to 16
-    (S, softmax and P v over 16, 32 or 48 keys instead of 64), and so does the backward's query side
-    at Npad 192 (S, dP, dS and dq += dS k); FWA_WINDOW_WGMMA_TAIL=0 computes them at 64 keys, the
-    extra ones padded (-inf logits, P = 0, dS = 0). Every product column and every row sum is the
+    (S, softmax and P v over 16, 32 or 48 keys instead of 64), and so do the backward's query side at
+    Npad 192 (S, dP, dS and dq += dS k) and its key side over the last query block (Sᵀ, dPᵀ, dv and
+    dk); FWA_WINDOW_WGMMA_TAIL=0 computes them at 64 keys (queries), the extra ones padded (-inf
+    logits, P = 0, dS = 0). Every product column and every row sum is the
     same sum of the same terms in the same order either way, so out, the lse the backward reads,
     and every gradient must be bitwise equal between the two (and both pass the float64 check of
     test_cuda_wgmma_forward_in_subprocess)."""
@@ -591,10 +592,10 @@ def test_cuda_wgmma_forward_row_tail_in_subprocess(form):
     """On sm_90a, where the last query block holds at most 16 rows, the wgmma forward's main grid
     covers the other blocks and a second kernel those rows on mma.sync, its 4 warps splitting each
     window's keys and combining their partial softmax sums (fwd_wgmma_kernel.cuh,
-    window_attn_fwd_row_tail_kernel), launched as the main grid's programmatic dependent. Checked against float64 (out, the lse the backward reads, every
-    gradient) by default, with the rows on the warpgroup (FWA_WINDOW_ROW_TAIL=0), launched after
-    the main grid completes (FWA_WINDOW_PDL=0), and with its last key block 64 wide
-    (FWA_WINDOW_WGMMA_TAIL=0)."""
+    window_attn_fwd_row_tail_kernel), launched as the main grid's programmatic dependent. Checked
+    against float64 (out, the lse the backward reads, every gradient) by default, with the rows on
+    the warpgroup (FWA_WINDOW_ROW_TAIL=0), launched after the main grid completes
+    (FWA_WINDOW_PDL=0), and with its last key block 64 wide (FWA_WINDOW_WGMMA_TAIL=0)."""
     env = {"default": {}, "rows-on-warpgroup": {"FWA_WINDOW_ROW_TAIL": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"},
            "full-last-key-block": {"FWA_WINDOW_WGMMA_TAIL": "0"}}[form]
     assert len(_ROW_TAIL_CASES) == 6
