@@ -3,8 +3,9 @@
 // 192..255 skipped; warpgroup 0 takes keys 0..63 and the last block, 128..191, computed only as wide
 // as the keys N leaves in it (kTail: 16 at N = 144), warpgroup 1 keys 64..127: at N = 144 ~1.25
 // sub-blocks against 1, where warpgroup 0 took 2 full ones before session 32; in session 25 run E
-// that form was still 9-16 % under window_attn_bwd_q_kernel at N = 144-169), and Npad > 256 in key ranges of 256 keys (BwdParams::n_key_ranges: one CTA per
-// range, each writing its fp32 dq part, summed in range order afterwards; session 25 runs F-H):
+// that form was still 9-16 % under window_attn_bwd_q_kernel at N = 144-169), and Npad > 256 in
+// key ranges of 256 keys (BwdParams::n_key_ranges: one CTA per range, each writing its fp32 dq
+// part, summed in range order afterwards; session 25 runs F-H):
 // the form bwd_tiled_kernels.cuh's launcher takes there on sm_90a (window_bwd_q_wg_enabled), in
 // place of window_attn_bwd_q_kernel.
 //
@@ -60,11 +61,12 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr size_t bytes() { return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes; }
 };
 
-// kTail < 64 (Npad 192 on the 256-key form, no dropout; bwd_q_wg_tail_keys): the last key block,
-// keys 128..191, is warpgroup 0's second sub-block and is computed only over its first kTail keys
-// (those N leaves in it rounded up to 16: S, dP at wgmma m64n{kTail}, the elementwise work over
-// kTail / 8 n8 tiles, dq += dS k in kTail / 16 k16 steps; the padded keys' dS is 0, so the sums
-// are bitwise those of the full block), against warpgroup 1's one full sub-block (keys 64..127).
+// kTail < 64 (Npad 192 on the 256-key form, no dropout; fwd_wgmma_tail_keys(N, 192), picked by
+// bwd_q_side): the last key block, keys 128..191, is warpgroup 0's second sub-block and is
+// computed only over its first kTail keys (those N leaves in it rounded up to 16: S, dP at wgmma
+// m64n{kTail}, the elementwise work over kTail / 8 n8 tiles, dq += dS k in kTail / 16 k16 steps;
+// the padded keys' dS is 0, so the sums are bitwise those of the full block), against warpgroup
+// 1's one full sub-block (keys 64..127).
 template <typename Element, int kKeys, bool kDropout, int kTail = 64>
 __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA

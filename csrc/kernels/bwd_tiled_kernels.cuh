@@ -168,12 +168,13 @@ template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* ra
     else return raw;
 }
 
-// kTailQ < 64 (kWgmma without dropout; bwd_kv_tail_queries): the last query block is computed only
-// over its first kTailQ queries (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and
-// dPᵀ at wgmma m64n{kTailQ}, the elementwise work over kTailQ / 8 n8 tiles (the others' P is 0
-// for the column sums of P and P dP, as a padded query's is), dv += Pᵀ dout and dk' += dSᵀ q in
-// kTailQ / 16 k16 steps. The padded queries' P and dS are 0, so every sum is bitwise that of the
-// full block (FWA_WINDOW_WGMMA_TAIL=0 keeps it, for A/B timing and tests).
+// kTailQ < 64 (kWgmma without dropout; fwd_wgmma_tail_keys(N, Npad), picked by
+// launch_bwd_tiled_impl): the last query block is computed only over its first kTailQ queries
+// (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and dPᵀ at wgmma m64n{kTailQ},
+// the elementwise work over kTailQ / 8 n8 tiles (the others' P is 0 for the column sums of P and
+// P dP, as a padded query's is), dv += Pᵀ dout and dk' += dSᵀ q in kTailQ / 16 k16 steps. The
+// padded queries' P and dS are 0, so every sum is bitwise that of the full block
+// (FWA_WINDOW_WGMMA_TAIL=0 keeps it, for A/B timing and tests).
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma = false, int kTailQ = 64>
 __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) window_attn_bwd_kv_kernel(const BwdParams p) {
     constexpr int kTile = bwd_tile_elems<kHeadDim, kWgmma>();

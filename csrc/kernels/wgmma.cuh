@@ -105,7 +105,8 @@ FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t
 // commits and waits.
 // acc (64 x kN) = A Bᵀ, A and B 64-row swizzled tiles (k = the 32 head-dim columns), given by their
 // K-major descriptors (sw64_kmajor_desc; the k16 step ks is 32 ks bytes on); kN = 64, or 16, 32, 48:
-// B's first kN rows (the query side's last key block, bwd_q_wg_kernel.cuh).
+// B's first kN rows (the backward's narrow last blocks: the query side's last key block, the key
+// side's last query block).
 template <typename Element, int kN = 64>
 FWA_DEVICE void wg_mma_abt(float (&acc)[kN / 8][4], uint64_t da, uint64_t db) {
     wgmma_fence();
