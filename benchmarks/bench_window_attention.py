@@ -52,6 +52,7 @@ sys.path.insert(0, HERE)  # _bench_common (also when imported from tools/)
 
 from _bench_common import (  # noqa: E402
     cuda_bench_ms,
+    cuda_event_median_ms,
     cuda_peak_extra_mb,
     describe_error,
     peer_mismatch,
@@ -149,6 +150,20 @@ GRAD_KEYS = ["dq", "dk", "dv", "dbias", "dlogit_scale"]
 
 def impl_ours(q, k, v, bias, mask, logit_scale):
     return window_attention(q, k, v, bias, mask, logit_scale=logit_scale)
+
+
+def op_forward_us(cfg: Config, dtype: torch.dtype, runs: int = 300) -> float:
+    """Our op's forward alone at ``cfg`` (no grad): the median of ``runs`` CUDA-event times in us,
+    L2 flushed, after 20 warm-up calls (the A/B scripts under results/ that time kernel forms
+    picked by environment switches)."""
+    inp = make_inputs(cfg, dtype)
+    args = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
+
+    def fwd():
+        with torch.no_grad():
+            return impl_ours(*args)
+
+    return 1000 * cuda_event_median_ms(fwd, runs, flush_l2=True, warmup=20)
 
 
 def impl_eager(q, k, v, bias, mask, logit_scale):

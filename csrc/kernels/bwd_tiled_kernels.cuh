@@ -861,13 +861,16 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout
-        int tail = kTileM;
-        if constexpr (kWgmma && !kDropout) tail = fwd_wgmma_tail_keys(p.N, p.Npad);
-        switch (tail) {
-            case 16: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 16 : kTileM>{}); break;
-            case 32: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 32 : kTileM>{}); break;
-            case 48: err = run_kv(std::integral_constant<int, kWgmma && !kDropout ? 48 : kTileM>{}); break;
-            default: err = run_kv(std::integral_constant<int, kTileM>{}); break;
+        using Full = std::integral_constant<int, kTileM>;
+        if constexpr (kWgmma && !kDropout) {
+            switch (fwd_wgmma_tail_keys(p.N, p.Npad)) {
+                case 16: err = run_kv(std::integral_constant<int, 16>{}); break;
+                case 32: err = run_kv(std::integral_constant<int, 32>{}); break;
+                case 48: err = run_kv(std::integral_constant<int, 48>{}); break;
+                default: err = run_kv(Full{}); break;
+            }
+        } else {
+            err = run_kv(Full{});
         }
         if (err != cudaSuccess) return err;
     }

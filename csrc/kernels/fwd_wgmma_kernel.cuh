@@ -130,6 +130,24 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
+// Rows row0 .. row0 + kRows - 1 of a (window, head) bias+mask slice (all Npad = kKeys columns) into
+// a strip of pitch FwdWgmmaLayout<kKeys>::kBmPitch, by threads tid, tid + stride, ...: cp.async from
+// bm_slice (the caller commits and waits), or without bias and mask (bm_slice null) 0 for the keys
+// < N and -inf for the padded ones, so that one softmax serves every mode.
+template <int kKeys, int kRows>
+FWA_DEVICE void load_fwd_strip(float* sBm, const float* bm_slice, int row0, int N, int tid, int stride) {
+    constexpr int kPitch = FwdWgmmaLayout<kKeys>::kBmPitch;
+    if (bm_slice != nullptr) {
+        constexpr int kChunksPerRow = kKeys / 4;
+        for (int c = tid; c < kRows * kChunksPerRow; c += stride) {
+            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
+            cp_async_16(smem_u32(sBm + r * kPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
+        }
+    } else {
+        for (int c = tid; c < kRows * kKeys; c += stride) sBm[(c / kKeys) * kPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+    }
+}
+
 // The copies of both window forwards below into 64-byte-swizzled tiles (rows of 64 bytes: head
 // dim <= 32 at 16 bits) by a warpgroup: thread tid moves 16-byte chunk ld_j = tid % 4 of rows ld_r
 // + 32 i, ld_r = tid / 4, whose swizzled position in a row is the same for every i (32 rows = 4
@@ -238,17 +256,8 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     };
     issue(0);
     // the strip's rows row0 .. row0 + 15
-    if (has_bm) {
-        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride;
-        constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = tid; c < 16 * kChunksPerRow; c += kThreads) {
-            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
-            cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
-        }
-    } else {
-        for (int c = tid; c < 16 * kKeys; c += kThreads)
-            sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
-    }
+    load_fwd_strip<kKeys, 16>(sBm, has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr, row0, N, tid,
+                              kThreads);
     cp_async_commit();
 
     const uint32_t one2 = Tr::pack(1.f, 1.f);
@@ -508,17 +517,10 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     // softmax serves every mode (with a variant per mode, their register assignments of S were
     // merged after the softmax with ~400 moves per window; with a loop per mode the registers
     // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
+    load_fwd_strip<kKeys, kTileM>(sBm, bm_slice, row0, N, threadIdx.x, kFwdWgThreads * groups);
     if (has_bm) {
-        constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = threadIdx.x; c < kTileM * kChunksPerRow; c += kFwdWgThreads * groups) {
-            const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
-            cp_async_16(smem_u32(sBm + r * Layout::kBmPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
-        }
         cp_async_commit();
         cp_async_wait<0>();   // (at Npad = 64 also the first window's copies, issued above)
-    } else {
-        for (int c = threadIdx.x; c < kTileM * kKeys; c += kFwdWgThreads * groups)
-            sBm[(c / kKeys) * Layout::kBmPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
     }
     if (!cosine)
         for (int c = threadIdx.x % kFwdWgThreads; c < kKeys; c += kFwdWgThreads) kinv[c] = 1.f;
