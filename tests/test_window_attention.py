@@ -579,6 +579,51 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
             assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (case, name)
 
 
+@pytest.mark.cuda
+def test_cuda_wgmma_forward_reads_bias_mask_bitwise_in_subprocess(tmp_path):
+    """The wgmma forward at Npad >= 128 builds its rows of bias + mask itself, from the bias and mask
+    tensors (no bm build launch before it: window_attn_fwd_reads_bias_mask), with the bm build's
+    operations;
+    FWA_WINDOW_FWD_DIRECT_BM=0 builds bm first, as the other kernels read it. out and every gradient
+    must be bitwise equal between the two: the wgmma forward's cases, then outputs with a transposed
+    (non-contiguous) fp32 bias, a (1, H, N, N) fp16 bias, a bf16 mask and a mask expanded from one
+    window (stride 0), V1 and V2."""
+    code = (
+        "import flash_window_attn as fwa\n"
+        "from flash_window_attn.testing import run_ours\n"
+        "res = []\n"
+        + _child_problem_loop(_WGMMA_FWD_CASES, 1100) +
+        "    res.append({n: t.cpu() for n, t in run_ours(pr, fwa.window_attention).items() if t is not None})\n"
+        "g = torch.Generator(device='cuda').manual_seed(5)\n"
+        "for B_, H, N, dt in [(32, 3, 144, torch.bfloat16), (16, 2, 129, torch.float16), (8, 4, 256, torch.bfloat16),\n"
+        "                     (24, 2, 100, torch.float16), (12, 2, 72, torch.bfloat16)]:\n"
+        "    q, k, v = (torch.randn(B_, H, N, 32, device='cuda', generator=g).to(dt) for _ in range(3))\n"
+        "    bias_t = torch.randn(H, N, N, device='cuda', generator=g).transpose(1, 2)\n"
+        "    bias_h = torch.randn(1, H, N, N, device='cuda', generator=g).to(torch.float16)\n"
+        "    mask_e = torch.where(torch.rand(1, N, N, device='cuda', generator=g) < 0.3, -100.0, 0.0).expand(4, N, N)\n"
+        "    mask_b = torch.where(torch.rand(4, N, N, device='cuda', generator=g) < 0.3, -100.0, 0.0).to(torch.bfloat16)\n"
+        "    ls = torch.randn(H, 1, 1, device='cuda', generator=g) * 0.3 + 2.3\n"
+        "    with torch.no_grad():\n"
+        "        for bias, mask, kw in [(bias_t, mask_e, {'logit_scale': ls}), (bias_h, mask_b, {}),\n"
+        "                               (None, mask_e, {'scale': 0.3}), (bias_t, None, {'logit_scale': ls})]:\n"
+        "            res.append({'out': fwa.window_attention(q, k, v, bias, mask, **kw).cpu()})\n"
+        "torch.save(res, OUT)\n"
+        "print('ok', len(res))\n"
+    )
+    paths = {}
+    for form in ("default", "0"):
+        paths[form] = str(tmp_path / f"direct-{form}.pt")
+        run_in_child(f"OUT = {paths[form]!r}\n" + code, {} if form == "default" else {"FWA_WINDOW_FWD_DIRECT_BM": "0"},
+                     f"wgmma forward, bias+mask rows direct {form}", timeout=600)
+    direct, built = torch.load(paths["default"]), torch.load(paths["0"])
+    assert len(direct) == len(built) == len(_WGMMA_FWD_CASES) + 5 * 4
+    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
+    for i, (a, b) in enumerate(zip(direct, built)):
+        assert a.keys() == b.keys() and "out" in a
+        for name in a:
+            assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (i, name)
+
+
 # The shapes whose last 64-query block holds at most 16 rows below Npad 256 (N in 65..80, 129..144):
 # the wgmma forward's row-tail kernel takes those rows; plus two with enough windows per (head, bm
 # window) that its CTAs walk several windows each (the next window's copies overlap this one's work).

@@ -130,18 +130,64 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
-// Rows row0 .. row0 + kRows - 1 of a (window, head) bias+mask slice (all Npad = kKeys columns) into
-// a strip of pitch FwdWgmmaLayout<kKeys>::kBmPitch, by threads tid, tid + stride, ...: cp.async from
-// bm_slice (the caller commits and waits), or without bias and mask (bm_slice null) 0 for the keys
-// < N and -inf for the padded ones, so that one softmax serves every mode.
+// Rows row0 .. row0 + kRows - 1 of the (bm window w, head h) bias+mask slice (all Npad = kKeys
+// columns, log2 units) into a strip of pitch FwdWgmmaLayout<kKeys>::kBmPitch, by threads tid, tid +
+// stride, ...:
+//  - from bm (built by the op layer): cp.async, the caller commits and waits;
+//  - from the bias and mask themselves (FwdParams::bias / mask, no bm: window_attn_fwd_reads_bias_mask):
+//    (bias + mask) log2(e) with window_attn_build_bm's operations, so the strip is bitwise its bm's
+//    rows; loads through the read-only path, kBatch chunks of 4 columns in flight per thread;
+//  - without bias and mask 0 for the keys < N,
+// and -inf for the padded keys (0 for the padded rows), so that one softmax serves every mode.
 template <int kKeys, int kRows>
-FWA_DEVICE void load_fwd_strip(float* sBm, const float* bm_slice, int row0, int N, int tid, int stride) {
+FWA_DEVICE void load_fwd_strip(float* sBm, const FwdParams& p, int h, int w, int row0, int N, int tid, int stride) {
     constexpr int kPitch = FwdWgmmaLayout<kKeys>::kBmPitch;
-    if (bm_slice != nullptr) {
-        constexpr int kChunksPerRow = kKeys / 4;
-        for (int c = tid; c < kRows * kChunksPerRow; c += stride) {
+    constexpr int kChunksPerRow = kKeys / 4;
+    constexpr int kChunks = kRows * kChunksPerRow;
+    if (p.bm != nullptr) {
+        const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride;
+        for (int c = tid; c < kChunks; c += stride) {
             const int r = c / kChunksPerRow, cc = c - r * kChunksPerRow;
             cp_async_16(smem_u32(sBm + r * kPitch + cc * 4), bm_slice + int64_t(row0 + r) * kKeys + cc * 4, 16);
+        }
+    } else if (p.bias != nullptr || p.mask != nullptr) {
+        const float* bias = p.bias != nullptr ? p.bias + h * p.bias_s0 : nullptr;
+        const float* mask = p.mask != nullptr ? p.mask + w * p.mask_s0 : nullptr;
+        // kBatch chunks per thread at a time: every load of the batch is issued (from an address
+        // clamped into the N x N slice, no branch) before any value is used (with the padded
+        // elements' loads under branches, each load waited for the one before: ~3x slower)
+        constexpr int kBatch = 4;
+        for (int c0 = tid; c0 < kChunks; c0 += kBatch * stride) {
+            float bv[kBatch][4], mv[kBatch][4];
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int c = min(c0 + u * stride, kChunks - 1);
+                const int r = c / kChunksPerRow, j0 = (c - r * kChunksPerRow) * 4;
+                const int64_t i = min(row0 + r, N - 1);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int64_t j = min(j0 + e, N - 1);
+                    bv[u][e] = bias != nullptr ? __ldg(bias + i * p.bias_s1 + j * p.bias_s2) : 0.f;
+                    mv[u][e] = mask != nullptr ? __ldg(mask + i * p.mask_s1 + j * p.mask_s2) : 0.f;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int c = c0 + u * stride;
+                if (c < kChunks) {
+                    const int r = c / kChunksPerRow, j0 = (c - r * kChunksPerRow) * 4;
+                    float v[4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        float x = 0.f;
+                        if (bias != nullptr) x += bv[u][e];
+                        if (mask != nullptr) x += mv[u][e];
+                        // padded key: probability 0; padded query row: finite, never stored
+                        v[e] = j0 + e >= N ? -INFINITY : (row0 + r >= N ? 0.f : x * kLog2e);
+                    }
+                    *reinterpret_cast<float4*>(sBm + r * kPitch + j0) = make_float4(v[0], v[1], v[2], v[3]);
+                }
+            }
         }
     } else {
         for (int c = tid; c < kRows * kKeys; c += stride) sBm[(c / kKeys) * kPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
@@ -234,7 +280,6 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     const int N = p.N, d = p.d;
     const int row0 = cta.m_block * kTileM;
     const bool cosine = p.logit_scale != nullptr;
-    const bool has_bm = p.bm != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
     auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
 
@@ -256,8 +301,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     };
     issue(0);
     // the strip's rows row0 .. row0 + 15
-    load_fwd_strip<kKeys, 16>(sBm, has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr, row0, N, tid,
-                              kThreads);
+    load_fwd_strip<kKeys, 16>(sBm, p, h, w, row0, N, tid, kThreads);
     cp_async_commit();
 
     const uint32_t one2 = Tr::pack(1.f, 1.f);
@@ -469,8 +513,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const int N = p.N, d = p.d;
     const int row0 = m_block * kTileM;
     const bool cosine = p.logit_scale != nullptr;
-    const bool has_bm = p.bm != nullptr;
-    const float* bm_slice = has_bm ? p.bm + w * p.bm_win_stride + h * p.bm_head_stride : nullptr;
+    const bool has_bm = p.bm != nullptr;   // (the strip by cp.async from bm)
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
 
     // This warpgroup's windows: t_begin + group + groups * ti for ti < n_win (from here on only
@@ -512,12 +555,13 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     // start once every CTA is here: past the bm build
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
-    // The strip: rows row0 .. row0 + 63 of the padded bm slice (all Npad = kKeys columns), loaded by
-    // the CTA; without bias and mask, 0 for the keys < N and -inf for the padded ones, so that one
+    // The strip: rows row0 .. row0 + 63 of the padded bias+mask slice (all Npad = kKeys columns,
+    // from bm or from the bias and mask: load_fwd_strip), loaded by the CTA; without bias and mask,
+    // 0 for the keys < N and -inf for the padded ones, so that one
     // softmax serves every mode (with a variant per mode, their register assignments of S were
     // merged after the softmax with ~400 moves per window; with a loop per mode the registers
     // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
-    load_fwd_strip<kKeys, kTileM>(sBm, bm_slice, row0, N, threadIdx.x, kFwdWgThreads * groups);
+    load_fwd_strip<kKeys, kTileM>(sBm, p, h, w, row0, N, threadIdx.x, kFwdWgThreads * groups);
     if (has_bm) {
         cp_async_commit();
         cp_async_wait<0>();   // (at Npad = 64 also the first window's copies, issued above)

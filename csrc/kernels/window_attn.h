@@ -5,7 +5,8 @@
 // where f is `scale *` (Swin V1) or `exp(min(logit_scale[h], ln 100)) * cos` (Swin V2), and
 // bm is the bias+mask tensor prepared by the op layer: fp32, already multiplied by log2(e),
 // padded to an (Npad, Npad) tile with Npad = round_up(N, 64): columns >= N hold -inf (so padded
-// keys get probability 0), rows >= N hold 0.
+// keys get probability 0), rows >= N hold 0. (The wgmma forward at Npad >= 128 computes those
+// values itself from the bias and mask: FwdParams::bias / mask, window_attn_fwd_reads_bias_mask.)
 //
 // All pointers are raw; all strides are in elements; q/k/v/out/dout/dq/dk/dv have unit stride in
 // the last dimension and 16-byte aligned rows (the op layer copies anything that is not).
@@ -36,6 +37,13 @@ struct FwdParams {
 
     const float* bm = nullptr;         // see above; nullptr when there is neither bias nor mask
     int64_t bm_win_stride = 0, bm_head_stride = 0;   // row stride is Npad, column stride 1
+    // The forwards that build their bias+mask rows from the bias and mask themselves
+    // (window_attn_fwd_reads_bias_mask: the wgmma forward) get those instead of bm (then null):
+    // fp32 (H, N, N) bias and (nW, N, N) mask, strides in elements, either null when absent.
+    const float* bias = nullptr;
+    int64_t bias_s0 = 0, bias_s1 = 0, bias_s2 = 0;
+    const float* mask = nullptr;
+    int64_t mask_s0 = 0, mask_s1 = 0, mask_s2 = 0;
     // True when the last launch on the stream before the forward kernel is the bm build
     // (window_attn_build_bm, which triggers its dependents early): the wgmma forward is then
     // launched as a programmatic dependent (Hopper PDL) and reads bm only after griddepcontrol.wait,
@@ -193,6 +201,12 @@ inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     return (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= 256 && p.d <= 32 && fits(p.q) &&
            fits(p.k) && fits(p.v);
 }
+// True when window_attn_fwd runs a forward that reads FwdParams::bias / mask instead of bm (the
+// wgmma forward at Npad >= 128: window_fwd_wgmma_shape_ok, window_fwd_wgmma_enabled, head dim <= 32,
+// no dropout),
+// so that the op layer launches no bm build for it; FWA_WINDOW_FWD_DIRECT_BM=0 (A/B timing, tests)
+// keeps the build. p needs N, Npad, d and the q, k, v strides.
+bool window_attn_fwd_reads_bias_mask(const FwdParams& p, bool dropout);
 // True when the tiled backward (N > 64) at head dim 32 takes its products from wgmma
 // (bwd_tiled_kernels.cuh, kWgmma): an sm_90a build, a compute capability 9.0 device, and
 // FWA_WINDOW_BWD_WGMMA (testing, A/B timing) not "0".

@@ -130,6 +130,16 @@ bool window_fwd_wgmma_enabled() {
     return allowed && sm90a_device();
 }
 
+bool window_attn_fwd_reads_bias_mask(const FwdParams& p, bool dropout) {
+    static const bool direct = env_switch_on("FWA_WINDOW_FWD_DIRECT_BM");
+    // (launch_fwd_impl's condition for the wgmma forward) At Npad 64 the bm build is small and the
+    // forward, its programmatic dependent, issues its first copies while the build runs: there the
+    // rows from bias and mask cost more at each CTA's start than the build (session 33 run F:
+    // (4096, 3, 49) 73.1 -> 77.5 us, against -1.3 us at N = 144 and -5 us at (512, 4, 256)).
+    return direct && !dropout && p.Npad >= 128 && window_attn_head_dim_bucket(p.d) == 32 &&
+           window_fwd_wgmma_shape_ok(p) && window_fwd_wgmma_enabled();
+}
+
 bool window_bwd_wgmma_enabled() {
     static const bool allowed = env_switch_on("FWA_WINDOW_BWD_WGMMA");
     return allowed && sm90a_device();

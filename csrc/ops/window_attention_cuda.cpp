@@ -21,16 +21,18 @@ void check_cuda(cudaError_t err, const char* what) {
 }
 
 // Everything the forward and backward share: sizes, the padded log2(e)-scaled bias+mask tensor
-// (kept alive by `bm` while the kernels run), the fp32 logit scale and the window chunking.
+// (kept alive by `bm` while the kernels run) or, for a forward that reads them itself
+// (direct_bias_mask: fwa::window_attn_fwd_reads_bias_mask), the fp32 bias and mask (kept alive by
+// bias_f / mask_f), the fp32 logit scale and the window chunking.
 struct Prepared {
     fwa::BwdParams p;
-    at::Tensor bm, logit_scale;
+    at::Tensor bm, bias_f, mask_f, logit_scale;
 };
 
 Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
                  const std::optional<at::Tensor>& mask,
                  const std::optional<at::Tensor>& logit_scale, double scale,
-                 const WindowAttnSizes& s) {
+                 const WindowAttnSizes& s, bool direct_bias_mask = false) {
     Prepared r;
     fwa::BwdParams& p = r.p;
     p.B = static_cast<int>(s.B);
@@ -59,6 +61,23 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
             if (bias_f.scalar_type() != at::kFloat) bias_f = bias_f.to(at::kFloat);
         }
         if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
+        if (direct_bias_mask) {   // no bm build: the forward reads these
+            if (s.has_bias) {
+                r.bias_f = bias_f;
+                p.bias = bias_f.data_ptr<float>();
+                p.bias_s0 = bias_f.stride(0);
+                p.bias_s1 = bias_f.stride(1);
+                p.bias_s2 = bias_f.stride(2);
+            }
+            if (s.has_mask) {
+                r.mask_f = mask_f;
+                p.mask = mask_f.data_ptr<float>();
+                p.mask_s0 = mask_f.stride(0);
+                p.mask_s1 = mask_f.stride(1);
+                p.mask_s2 = mask_f.stride(2);
+            }
+            return r;
+        }
         const int Hb = s.has_bias ? p.H : 1, nWb = s.has_mask ? p.nW : 1;
         r.bm = at::empty({nWb, Hb, p.Npad, p.Npad}, q.options().dtype(at::kFloat));
         check_cuda(fwa::window_attn_build_bm(
@@ -108,7 +127,16 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
     if (s.B == 0 || s.H == 0) return {out, lse};
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
-    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
+    // Whether the forward kernel reads the bias and mask itself (then no bm build is launched)
+    fwa::FwdParams shape;
+    shape.N = static_cast<int>(s.N);
+    shape.Npad = fwa::round_up_tile(shape.N);
+    shape.d = static_cast<int>(s.d);
+    shape.q = ref(q_);
+    shape.k = ref(k_);
+    shape.v = ref(v_);
+    const bool direct = fwa::window_attn_fwd_reads_bias_mask(shape, drop.threshold != 0);
+    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s, direct);
     fwa::FwdParams& p = prep.p;
     p.q = ref(q_);
     p.k = ref(k_);
