@@ -86,6 +86,12 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
             p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
         }
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Launched as the bm build's programmatic dependent (BwdParams::bm_pdl: the two run side by
+    // side; this kernel reads nothing the build writes), it completes only after the build, so the
+    // kernels after it on the stream may read bm (every thread waits; a no-op otherwise).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -845,8 +851,20 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         const int64_t rows = int64_t(p.B) * p.H * p.N;
         const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
         if (grid == 0) return cudaSuccess;
-        window_attn_bwd_preprocess_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(static_cast<unsigned>(grid));
+        cfg.blockDim = dim3(kNumThreads);
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        // (its griddepcontrol.wait is in the sm_90a code: FWA_SM90A_BUILT on a 9.0 device)
+#ifdef FWA_SM90A_BUILT
+        cfg.numAttrs = p.bm_pdl && window_pdl_enabled() && current_device_is_sm90() ? 1 : 0;
+#endif
+        if ((err = cudaLaunchKernelEx(&cfg, window_attn_bwd_preprocess_kernel<Element, kHeadDim>, p)) != cudaSuccess)
+            return err;
     }
     {
         const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);

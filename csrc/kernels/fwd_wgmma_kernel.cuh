@@ -902,12 +902,6 @@ inline int fwd_wgmma_forced_groups() {
     return forced;
 }
 
-// False when FWA_WINDOW_PDL=0 (A/B timing, or a platform where programmatic dependent launch
-// misbehaves): the forward then waits for the bm build like any stream-ordered kernel.
-inline bool fwd_wgmma_pdl_enabled() {
-    static const bool on = env_switch_on("FWA_WINDOW_PDL");
-    return on;
-}
 
 // The row-tail kernel (fwd_row_tail_cta) takes the last query block where it holds at most 16 rows
 // of data and is not the only one, below Npad 256 (N in 65..80, 129..144), unless FWA_WINDOW_ROW_TAIL=0.
@@ -942,7 +936,7 @@ cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream)
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = fwd_wgmma_pdl_enabled() ? 1 : 0;
+    cfg.numAttrs = window_pdl_enabled() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
@@ -1008,7 +1002,7 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = p.bm_pdl && fwd_wgmma_pdl_enabled() ? 1 : 0;
+    cfg.numAttrs = p.bm_pdl && window_pdl_enabled() ? 1 : 0;
     const cudaError_t err = cudaLaunchKernelEx(&cfg, kKernel, p);
     if constexpr (kRowTailForm) {
         if (err == cudaSuccess && row_tail) return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream);

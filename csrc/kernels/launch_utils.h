@@ -17,6 +17,14 @@ inline bool env_switch_on(const char* name) {
     return e == nullptr || e[0] != '0';
 }
 
+// FWA_WINDOW_PDL (default on; "0": stream-ordered launches for A/B timing, or a platform without
+// programmatic dependent launch): the window op's kernels launched as programmatic dependents (the
+// forward and the backward's preprocess after the bias+mask build, the forward's row-tail kernel).
+inline bool window_pdl_enabled() {
+    static const bool on = env_switch_on("FWA_WINDOW_PDL");
+    return on;
+}
+
 inline int current_device() {
     int dev = 0;
     cudaGetDevice(&dev);

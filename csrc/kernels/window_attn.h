@@ -48,6 +48,8 @@ struct FwdParams {
     // (window_attn_build_bm, which triggers its dependents early): the wgmma forward is then
     // launched as a programmatic dependent (Hopper PDL) and reads bm only after griddepcontrol.wait,
     // everything else it reads (q, k, v, logit_scale) having been written before the build began.
+    // The same for the tiled backward's first kernel, the preprocess, which reads no bm and waits
+    // for the build only before it exits.
     bool bm_pdl = false;
 
     const float* logit_scale = nullptr;  // (H) fp32; nullptr for V1

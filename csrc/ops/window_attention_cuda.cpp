@@ -243,6 +243,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         p.dv = ref(dv);
         p.lse = const_cast<float*>(lse_.data_ptr<float>());
         p.dropout = drop;
+        // The bm build is the last launch on the stream when nothing was copied since: the tiled
+        // path's first kernel (the preprocess, which reads no bm) may then run beside it.
+        p.bm_pdl = p.bm != nullptr && q_.is_same(q) && k_.is_same(k) && v_.is_same(v) && dout_.is_same(dout) &&
+                   out_.is_same(out) && lse_.is_same(lse);
         // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own);
         // the query side's key ranges depend on the tensors' strides (set above).
         fwa::window_attn_plan_bwd(kernel_dtype(q), p);
