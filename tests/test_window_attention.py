@@ -544,6 +544,26 @@ def test_cuda_wgmma_forward_in_subprocess(groups):
     _check_problems_in_child(_WGMMA_FWD_CASES, 700, env, f"wgmma forward, groups {groups}")
 
 
+def _child_results_two_ways(tmp_path, code: str, switch: str, what: str):
+    """Run child-process ``code`` (which saves a list of result dicts to OUT) by default and with
+    environment switch ``switch`` = "0"; returns both lists (default first)."""
+    results = []
+    for form in ("default", "0"):
+        path = str(tmp_path / f"{switch}-{form}.pt")
+        run_in_child(f"OUT = {path!r}\n" + code, {} if form == "default" else {switch: "0"}, f"{what} {form}", timeout=600)
+        results.append(torch.load(path))
+    return results
+
+
+def _assert_results_bitwise_equal(a_list, b_list, labels) -> None:
+    """Every tensor of every result dict bitwise equal between the two lists (same keys, "out" in each)."""
+    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
+    for label, a, b in zip(labels, a_list, b_list):
+        assert a.keys() == b.keys() and "out" in a
+        for name in a:
+            assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (label, name)
+
+
 @pytest.mark.cuda
 def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     """The wgmma forward computes its last key block at the keys N leaves in it rounded up to 16
@@ -565,18 +585,9 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
         "torch.save(res, OUT)\n"
         "print('ok', len(res))\n"
     )
-    paths = {}
-    for tail in ("default", "0"):
-        paths[tail] = str(tmp_path / f"tail-{tail}.pt")
-        run_in_child(f"OUT = {paths[tail]!r}\n" + code, {} if tail == "default" else {"FWA_WINDOW_WGMMA_TAIL": "0"},
-                     f"wgmma forward, last block tail {tail}", timeout=600)
-    narrow, full = torch.load(paths["default"]), torch.load(paths["0"])
-    assert len(narrow) == len(full) == len(cases)
-    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
-    for case, a, b in zip(cases, narrow, full):
-        assert a.keys() == b.keys() and "out" in a and "dq" in a
-        for name in a:
-            assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (case, name)
+    narrow, full = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_WGMMA_TAIL", "wgmma forward, last block tail")
+    assert len(narrow) == len(full) == len(cases) and all("dq" in r for r in narrow)
+    _assert_results_bitwise_equal(narrow, full, cases)
 
 
 @pytest.mark.cuda
@@ -610,18 +621,9 @@ def test_cuda_wgmma_forward_reads_bias_mask_bitwise_in_subprocess(tmp_path):
         "torch.save(res, OUT)\n"
         "print('ok', len(res))\n"
     )
-    paths = {}
-    for form in ("default", "0"):
-        paths[form] = str(tmp_path / f"direct-{form}.pt")
-        run_in_child(f"OUT = {paths[form]!r}\n" + code, {} if form == "default" else {"FWA_WINDOW_FWD_DIRECT_BM": "0"},
-                     f"wgmma forward, bias+mask rows direct {form}", timeout=600)
-    direct, built = torch.load(paths["default"]), torch.load(paths["0"])
+    direct, built = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_FWD_DIRECT_BM", "wgmma forward, bias+mask rows direct")
     assert len(direct) == len(built) == len(_WGMMA_FWD_CASES) + 5 * 4
-    bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
-    for i, (a, b) in enumerate(zip(direct, built)):
-        assert a.keys() == b.keys() and "out" in a
-        for name in a:
-            assert torch.equal(a[name].view(bits[a[name].dtype]), b[name].view(bits[b[name].dtype])), (i, name)
+    _assert_results_bitwise_equal(direct, built, range(len(direct)))
 
 
 # The shapes whose last 64-query block holds at most 16 rows below Npad 256 (N in 65..80, 129..144):
