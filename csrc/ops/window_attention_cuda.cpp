@@ -22,8 +22,8 @@ void check_cuda(cudaError_t err, const char* what) {
 
 // Everything the forward and backward share: sizes, the padded log2(e)-scaled bias+mask tensor
 // (kept alive by `bm` while the kernels run) or, for a forward that reads them itself
-// (direct_bias_mask: fwa::window_attn_fwd_reads_bias_mask), the fp32 bias and mask (kept alive by
-// bias_f / mask_f), the fp32 logit scale and the window chunking.
+// (direct_bias_mask: fwa::window_attn_fwd_reads_bias_mask), the fp32 bias and mask (bias_f /
+// mask_f, kept in either case), the fp32 logit scale and the window chunking.
 struct Prepared {
     fwa::BwdParams p;
     at::Tensor bm, bias_f, mask_f, logit_scale;
@@ -54,8 +54,12 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         p.logit_scale = r.logit_scale.data_ptr<float>();
     }
     if (s.has_bias || s.has_mask) {
-        at::Tensor bias_f, mask_f;
-        // (fp32 bias and mask, the usual case, skip the dispatcher calls of .to)
+        // (fp32 bias and mask, the usual case, skip the dispatcher calls of .to) Converted copies
+        // stay alive in r until the op returns, also under the bm build that reads them: the
+        // backward's first kernel may run beside the build (BwdParams::bm_pdl), and a copy freed
+        // at once could be handed to that kernel's workspace while the build still reads it.
+        at::Tensor& bias_f = r.bias_f;
+        at::Tensor& mask_f = r.mask_f;
         if (s.has_bias) {
             bias_f = bias_as_hnn(*bias, s.H, s.N);
             if (bias_f.scalar_type() != at::kFloat) bias_f = bias_f.to(at::kFloat);
@@ -63,14 +67,12 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
         if (direct_bias_mask) {   // no bm build: the forward reads these
             if (s.has_bias) {
-                r.bias_f = bias_f;
                 p.bias = bias_f.data_ptr<float>();
                 p.bias_s0 = bias_f.stride(0);
                 p.bias_s1 = bias_f.stride(1);
                 p.bias_s2 = bias_f.stride(2);
             }
             if (s.has_mask) {
-                r.mask_f = mask_f;
                 p.mask = mask_f.data_ptr<float>();
                 p.mask_s0 = mask_f.stride(0);
                 p.mask_s1 = mask_f.stride(1);
