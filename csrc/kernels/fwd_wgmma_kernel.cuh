@@ -902,7 +902,6 @@ inline int fwd_wgmma_forced_groups() {
     return forced;
 }
 
-
 // The row-tail kernel (fwd_row_tail_cta) takes the last query block where it holds at most 16 rows
 // of data and is not the only one, below Npad 256 (N in 65..80, 129..144), unless FWA_WINDOW_ROW_TAIL=0.
 inline bool fwd_wgmma_row_tail(int N) {
