@@ -812,14 +812,8 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
             if constexpr (!kDropout) {
                 // Npad 192: the last key block as wide as the keys N leaves in it (rounded up to 16;
                 // fwd_wgmma_tail_keys, 64 where FWA_WINDOW_WGMMA_TAIL=0)
-                if (p.Npad == 192) {
-                    switch (fwd_wgmma_tail_keys(p.N, 192)) {
-                        case 16: return run(K256{}, std::integral_constant<int, 16>{});
-                        case 32: return run(K256{}, std::integral_constant<int, 32>{});
-                        case 48: return run(K256{}, std::integral_constant<int, 48>{});
-                        default: break;
-                    }
-                }
+                if (p.Npad == 192)
+                    return dispatch_block_width(fwd_wgmma_tail_keys(p.N, 192), [&](auto tail) { return run(K256{}, tail); });
             }
             return run(K256{}, Full{});   // Npad 192, 256, or key ranges of 256
         }
@@ -851,18 +845,14 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         const int64_t rows = int64_t(p.B) * p.H * p.N;
         const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
         if (grid == 0) return cudaSuccess;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(static_cast<unsigned>(grid));
-        cfg.blockDim = dim3(kNumThreads);
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = attr;
         // (its griddepcontrol.wait is in the sm_90a code: FWA_SM90A_BUILT on a 9.0 device)
 #ifdef FWA_SM90A_BUILT
-        cfg.numAttrs = p.bm_pdl && window_pdl_enabled() && current_device_is_sm90() ? 1 : 0;
+        const bool pdl = p.bm_pdl && window_pdl_enabled() && current_device_is_sm90();
+#else
+        const bool pdl = false;
 #endif
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), 0, stream, pdl, attr);
         if ((err = cudaLaunchKernelEx(&cfg, window_attn_bwd_preprocess_kernel<Element, kHeadDim>, p)) != cudaSuccess)
             return err;
     }
@@ -879,17 +869,8 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout
-        using Full = std::integral_constant<int, kTileM>;
-        if constexpr (kWgmma && !kDropout) {
-            switch (fwd_wgmma_tail_keys(p.N, p.Npad)) {
-                case 16: err = run_kv(std::integral_constant<int, 16>{}); break;
-                case 32: err = run_kv(std::integral_constant<int, 32>{}); break;
-                case 48: err = run_kv(std::integral_constant<int, 48>{}); break;
-                default: err = run_kv(Full{}); break;
-            }
-        } else {
-            err = run_kv(Full{});
-        }
+        if constexpr (kWgmma && !kDropout) err = dispatch_block_width(fwd_wgmma_tail_keys(p.N, p.Npad), run_kv);
+        else err = run_kv(std::integral_constant<int, kTileM>{});
         if (err != cudaSuccess) return err;
     }
     {

@@ -452,12 +452,9 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
             // (Npad, last block's keys): one instantiation each, in its own .cu file
             auto keys = [&](auto npad) -> cudaError_t {
                 constexpr int kKeys = decltype(npad)::value;
-                switch (fwd_wgmma_tail_keys(params.N, kKeys)) {
-                    case 16: return run_fwd_wgmma<Element, kKeys, 16>(params, stream);
-                    case 32: return run_fwd_wgmma<Element, kKeys, 32>(params, stream);
-                    case 48: return run_fwd_wgmma<Element, kKeys, 48>(params, stream);
-                    default: return run_fwd_wgmma<Element, kKeys, 64>(params, stream);
-                }
+                return dispatch_block_width(fwd_wgmma_tail_keys(params.N, kKeys), [&](auto tail) {
+                    return run_fwd_wgmma<Element, kKeys, decltype(tail)::value>(params, stream);
+                });
             };
             switch (params.Npad) {
                 case 64: return keys(std::integral_constant<int, 64>());

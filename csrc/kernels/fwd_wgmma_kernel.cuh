@@ -926,16 +926,9 @@ cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream)
     const int64_t n = std::min<int64_t>(nB, std::max<int64_t>(1, int64_t(num_sms()) * std::max(ctas, 1) / hw));
     p.chunk = static_cast<int>((nB + n - 1) / n);
     p.n_chunks = static_cast<int>((nB + p.chunk - 1) / p.chunk);
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(hw * p.n_chunks));
-    cfg.blockDim = dim3(kRowTailWarps * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = window_pdl_enabled() ? 1 : 0;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(hw * p.n_chunks)), dim3(kRowTailWarps * 32),
+                                                 smem, stream, window_pdl_enabled(), attr);
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
@@ -990,18 +983,11 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(grid));
-    cfg.blockDim = dim3(kFwdWgThreads * groups);
-    cfg.dynamicSmemBytes = Layout::bytes(groups);
-    cfg.stream = stream;
     // Right after the bm build (FwdParams::bm_pdl): a programmatic dependent launch, so the grid's
     // launch and its first copies overlap the build (the kernel waits on it before the strip).
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = p.bm_pdl && window_pdl_enabled() ? 1 : 0;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(grid)), dim3(kFwdWgThreads * groups),
+                                                 Layout::bytes(groups), stream, p.bm_pdl && window_pdl_enabled(), attr);
     const cudaError_t err = cudaLaunchKernelEx(&cfg, kKernel, p);
     if constexpr (kRowTailForm) {
         if (err == cudaSuccess && row_tail) return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream);

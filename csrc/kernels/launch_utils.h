@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <type_traits>
 
 namespace fwa {
 
@@ -23,6 +24,35 @@ inline bool env_switch_on(const char* name) {
 inline bool window_pdl_enabled() {
     static const bool on = env_switch_on("FWA_WINDOW_PDL");
     return on;
+}
+
+// A launch configuration for cudaLaunchKernelEx, as a programmatic dependent of the previous launch
+// on the stream (Hopper PDL) when `pdl`; `attr` is the attribute's storage (the caller's, alive
+// until the launch).
+inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                                        cudaLaunchAttribute& attr) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cfg;
+}
+
+// f(std::integral_constant<int, W>{}) for the width W of a narrowed last 64-wide block: 16, 32 or
+// 48, any other `width` 64 (the full block); the kernels' narrow forms are instantiated per W.
+template <typename F>
+decltype(auto) dispatch_block_width(int width, F&& f) {
+    switch (width) {
+        case 16: return f(std::integral_constant<int, 16>{});
+        case 32: return f(std::integral_constant<int, 32>{});
+        case 48: return f(std::integral_constant<int, 48>{});
+        default: return f(std::integral_constant<int, 64>{});
+    }
 }
 
 inline int current_device() {
