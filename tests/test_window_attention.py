@@ -625,6 +625,38 @@ def test_cuda_wgmma_forward_reads_bias_mask_bitwise_in_subprocess(tmp_path):
     _assert_results_bitwise_equal(direct, built, range(len(direct)))
 
 
+# The tiled backward's shapes (64 < N): the wgmma cases, and a few with many windows per (head, bm
+# window) (the query side's CTAs walk chunks of several windows) and with key ranges (N > 256).
+_TILED_BWD_CASES = [c for c in _WGMMA_FWD_CASES if c[2] > 64] + [
+    (1024, 2, 144, 32, "bfloat16", "v2", "shift", "normal"), (768, 1, 256, 32, "float16", "v2", "shift", "clustered"),
+    (512, 2, 100, 32, "bfloat16", "v1", "shift", "normal"), (8, 2, 576, 32, "bfloat16", "v2", "shift", "normal"),
+    (16, 2, 300, 24, "float16", "v1", None, "normal")]
+
+
+@pytest.mark.cuda
+def test_cuda_tiled_backward_pdl_bitwise_in_subprocess(tmp_path):
+    """On sm_90a the tiled backward's kernels run as programmatic dependents (preprocess -> key side
+    -> dsum -> query side), each loading what predates the chain before it waits for the previous
+    kernel; FWA_WINDOW_PDL=0 launches each after the previous one completes. out and every gradient
+    must be bitwise equal between the two, with and without dropout (a kernel reading a workspace
+    before the kernel that writes it completes would show here)."""
+    code = (
+        "import flash_window_attn as fwa\n"
+        "from flash_window_attn.testing import run_ours\n"
+        "res = []\n"
+        + _child_problem_loop(_TILED_BWD_CASES, 1300) +
+        "    res.append({n: t.cpu() for n, t in run_ours(pr, fwa.window_attention).items() if t is not None})\n"
+        "    torch.manual_seed(i)\n"   # (every case is fp16 / bf16: dropout runs on CUDA)
+        "    r = run_ours(pr, lambda *a, **kw: fwa.window_attention(*a, **kw, dropout_p=0.2))\n"
+        "    res.append({n: t.cpu() for n, t in r.items() if t is not None})\n"
+        "torch.save(res, OUT)\n"
+        "print('ok', len(res))\n"
+    )
+    default, off = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_PDL", "tiled backward, PDL")
+    assert len(default) == len(off) == 2 * len(_TILED_BWD_CASES) and all("dq" in r for r in default)
+    _assert_results_bitwise_equal(default, off, range(len(default)))
+
+
 # The shapes whose last 64-query block holds at most 16 rows below Npad 256 (N in 65..80, 129..144):
 # the wgmma forward's row-tail kernel takes those rows; plus two with enough windows per (head, bm
 # window) that its CTAs walk several windows each (the next window's copies overlap this one's work).

@@ -97,7 +97,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     const WindowCtaWork cta = window_chunk_work(p, bid / p.num_m_blocks + int64_t(p.chunk_offset) * p.H * p.nW,
                                                 static_cast<int>(bid % p.num_m_blocks));
     const int m_block = cta.m_block, h = cta.h, w = cta.w, t_begin = cta.t_begin, t_end = cta.t_end;
-    if (t_begin >= t_end) return;   // the whole CTA
+    if (t_begin >= t_end) {   // the whole CTA (waiting as the others do: see pdl_wait below)
+        pdl_wait();
+        return;
+    }
     // the launch's first window (its dq parts are indexed from it)
     const int64_t b_base = int64_t(p.nW) * p.chunk * p.chunk_offset;
     // This CTA's keys: kr0 .. kr0 + kKeys - 1 (n_kr > 1: Npad > 256, 256-key ranges, the last one
@@ -161,12 +164,20 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             const int ok = i < N ? 4 : 0;
             const int64_t src = rbase + (i < N ? i : 0);
             cp_async_4(smem_u32(stat + tid), p.lse + src, ok);
-            cp_async_4(smem_u32(stat + kTileM + tid), p.dsum + src, ok);
             if (cosine) cp_async_4(smem_u32(stat + 2 * kTileM + tid), p.q_inv_norm + src, ok);
         }
         if (cosine && tid < kKeys) {   // padded keys get 0 (their logits are -inf anyway)
             const int key = kr0 + tid;
             cp_async_4(s0 + L::kKinvOff + 4 * tid, p.k_inv_norm + rbase + (key < N ? key : 0), key < N ? 4 : 0);
+        }
+    };
+    // Window ti's D (the dsum kernel's, written by the kernel launched just before) into stage st.
+    auto issue_d = [&](int ti, int st) {
+        if (tid < kTileM) {
+            const int i = row0 + tid;
+            const int64_t src = (window_of(ti) * p.H + h) * N + (i < N ? i : 0);
+            cp_async_4(smem_u32(reinterpret_cast<float*>(stage(st) + L::kStatOff) + kTileM + tid), p.dsum + src,
+                       i < N ? 4 : 0);
         }
     };
 
@@ -185,6 +196,12 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             sBm[(c / kKeys) * L::kBmPitch + c % kKeys] = kr0 + c % kKeys < N ? 0.f : -INFINITY;
     }
     issue(0, 0);
+    // Launched as the dsum kernel's programmatic dependent (launch_bwd_tiled_impl), the CTA loads
+    // the strip and the first window's tiles and statistics before pdl_wait (the dsum kernel lets it
+    // launch only after its own pdl_wait: the bm build, the preprocess and the key side are
+    // complete) and the window's D, which the dsum kernel writes, after it.
+    pdl_wait();
+    issue_d(0, 0);
     cp_async_commit();
 
     float dbias[kSub][kNT][4];
@@ -198,7 +215,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         cp_async_wait<0>();
         fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
         __syncthreads();            // window ti landed; every warp is done with window ti - 1
-        if (ti + 1 < n_win) issue(ti + 1, st ^ 1);
+        if (ti + 1 < n_win) {
+            issue(ti + 1, st ^ 1);
+            issue_d(ti + 1, st ^ 1);
+        }
         cp_async_commit();
 
         unsigned char* s0 = stage(st);

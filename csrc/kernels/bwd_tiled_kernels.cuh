@@ -38,6 +38,9 @@ namespace fwa {
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel(const BwdParams p) {
     using Tr = ElementTraits<Element>;
+    // the key-side kernel, this one's programmatic dependent, reads what this kernel writes only
+    // after its pdl_wait: it may launch now (its CTAs load their tiles while the last ones here run)
+    pdl_launch_dependents();
     constexpr int kTPR = kHeadDim / 8;           // threads per row, one 16-byte chunk each
     constexpr int kRowsPerBlock = kNumThreads / kTPR;
     const int tid = threadIdx.x;
@@ -86,12 +89,10 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
             p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
         }
     }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     // Launched as the bm build's programmatic dependent (BwdParams::bm_pdl: the two run side by
     // side; this kernel reads nothing the build writes), it completes only after the build, so the
     // kernels after it on the stream may read bm (every thread waits; a no-op otherwise).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+    pdl_wait();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,6 +103,11 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
 // ~2e-6 at logits ~50). Rows whose keys are all excluded have P = 0 and get D = 0; NaN propagates.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) window_attn_bwd_dsum_kernel(const BwdParams p) {
+    // Launched as the key side's programmatic dependent: every input is the key side's. The query
+    // side, this kernel's dependent, launches once every CTA here is past pdl_wait (the key side
+    // complete), and reads D, which this kernel writes, only after its own pdl_wait.
+    pdl_wait();
+    pdl_launch_dependents();
     const int64_t rows = int64_t(p.B) * p.H * p.N;
     const int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (r >= rows) return;
@@ -235,10 +241,13 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
         if constexpr (kWgmma) load_tile_sw64_async<Element>(smem_u32(tile), ptr(t), t.row_stride, row0, N, d, tid);
         else load_tile_async<Element, kHeadDim>(tile, ptr(t), t.row_stride, row0, N, d, tid);
     };
-    auto issue_loads = [&](int ib) {
+    auto issue_tiles = [&](int ib) {
         const int st = ib & 1;
         load_tile(sQ + st * kTile, p.q, ib * kTileM);
         load_tile(sO + st * kTile, p.dout, ib * kTileM);
+    };
+    auto issue_stats = [&](int ib) {
+        const int st = ib & 1;
         // Row statistics of the query block. Rows >= N are zero-filled: their q and dout rows
         // are zero too, so whatever P they get, they add nothing to dk and dv.
         if (tid < kTileM) {
@@ -257,9 +266,17 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
                                bm_slice + int64_t(ib) * kTileM * p.Npad + key0, p.Npad, tid);
     };
 
+    // Launched as the preprocess's programmatic dependent (launch_bwd_tiled_impl), the kernel loads
+    // the tiles of k, v, q and dout (written before the backward began) before pdl_wait, and the
+    // preprocess's D and inverse norms and the bm build's tile only after it (the preprocess
+    // completes after the build).
     load_tile(sK, p.k, key0);
     load_tile(sV, p.v, key0);
-    issue_loads(0);
+    issue_tiles(0);
+    pdl_wait();
+    // (the dsum kernel, this kernel's dependent, reads nothing before its own pdl_wait)
+    pdl_launch_dependents();
+    issue_stats(0);
     cp_async_commit();
 
     // Inverse norms of this warp's two key rows.
@@ -294,7 +311,10 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
         if constexpr (kWgmma) fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
         __syncthreads();
         if (ib > 0) store_pdp_partial(ib - 1);
-        if (ib + 1 < n_blocks) issue_loads(ib + 1);
+        if (ib + 1 < n_blocks) {
+            issue_tiles(ib + 1);
+            issue_stats(ib + 1);
+        }
         cp_async_commit();
         const int st = ib & 1;
         const Element* tQ = sQ + st * kTile;
@@ -768,13 +788,20 @@ __global__ void __launch_bounds__(256) window_attn_bwd_dq_reduce_kernel(const Bw
 // bwd_q_wg_kernel.cuh (Npad 192 on its 256-key form; above 256 in key ranges, then with the sum of
 // their dq parts), otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM);
 // launches it when `launch`.
+// Whether bwd_q_side takes the warpgroup kernel (kWgmma only; Npad > 256: where the plan gave the
+// problem key ranges, window_bwd_q_key_ranges).
+inline bool bwd_q_side_is_wg(const BwdParams& p) {
+    return p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
+}
+
+// `pdl`: the warpgroup kernel without key ranges is launched as the previous launch's programmatic
+// dependent (launch_bwd_tiled_impl: the dsum kernel's).
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
-cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip) {
+cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip,
+                       bool pdl = false) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if constexpr (kWgmma) {
-        // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
-        const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
-        if (wg) {
+        if (bwd_q_side_is_wg(p)) {
             auto run = [&](auto keys_tag, auto tail_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
                 constexpr int kTail = decltype(tail_tag)::value;
@@ -782,8 +809,10 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                 cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>>(L::bytes(), L::kThreads, ctas);
                 if (err != cudaSuccess || !launch) return err;
                 if (p.n_key_ranges == 1) {
-                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(grid), L::kThreads, L::bytes(), stream>>>(p);
-                    return cudaGetLastError();
+                    cudaLaunchAttribute attr;
+                    const cudaLaunchConfig_t cfg =
+                        launch_config(dim3(static_cast<unsigned>(grid)), dim3(L::kThreads), L::bytes(), stream, pdl, attr);
+                    return cudaLaunchKernelEx(&cfg, window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>, p);
                 }
                 // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
                 // followed by the sum of its windows' parts.
@@ -834,25 +863,31 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
     return cudaGetLastError();
 }
 
+// preprocess -> key side -> dsum -> query side. On sm_90a (window_pdl_enabled) each is the previous
+// one's programmatic dependent (the query side on its warpgroup kernel without key ranges): each
+// loads what predates the backward (q, k, v, dout, lse, and bm and the norms where the previous
+// kernel lets it launch only after its own pdl_wait) before its pdl_wait, the previous kernel's
+// outputs after it. Session 34 run D: fwd+bwd step (512, 4, 144) -X us.
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* ctas_per_sm,
                                   bool assume_strip) {
     cudaError_t err;
     if (ctas_per_sm != nullptr)   // planning only
         return bwd_q_side<Element, kHeadDim, kDropout, kWgmma>(p, stream, false, ctas_per_sm, assume_strip);
+    // (the kernels' griddepcontrol instructions are in their sm_90 code: FWA_SM90A_BUILT on a 9.0 device)
+#ifdef FWA_SM90A_BUILT
+    const bool pdl_chain = window_pdl_enabled() && current_device_is_sm90();
+#else
+    const bool pdl_chain = false;
+#endif
     {
         constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.N;
         const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
         if (grid == 0) return cudaSuccess;
-        // (its griddepcontrol.wait is in the sm_90a code: FWA_SM90A_BUILT on a 9.0 device)
-#ifdef FWA_SM90A_BUILT
-        const bool pdl = p.bm_pdl && window_pdl_enabled() && current_device_is_sm90();
-#else
-        const bool pdl = false;
-#endif
         cudaLaunchAttribute attr;
-        const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), 0, stream, pdl, attr);
+        const cudaLaunchConfig_t cfg =
+            launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), 0, stream, p.bm_pdl && pdl_chain, attr);
         if ((err = cudaLaunchKernelEx(&cfg, window_attn_bwd_preprocess_kernel<Element, kHeadDim>, p)) != cudaSuccess)
             return err;
     }
@@ -864,8 +899,10 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
             int ctas = 0;
             cudaError_t e = prepare_kernel<kKernel>(smem, kNumThreads, &ctas);
             if (e != cudaSuccess) return e;
-            kKernel<<<static_cast<unsigned>(grid), kNumThreads, smem, stream>>>(p);
-            return cudaGetLastError();
+            cudaLaunchAttribute attr;
+            const cudaLaunchConfig_t cfg =
+                launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
+            return cudaLaunchKernelEx(&cfg, kKernel, p);
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout
@@ -876,11 +913,13 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     {
         constexpr int kThreads = 256;
         const int64_t rows = int64_t(p.B) * p.H * p.N;
-        window_attn_bwd_dsum_kernel<kThreads><<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>((rows + kThreads - 1) / kThreads)),
+                                                     dim3(kThreads), 0, stream, pdl_chain, attr);
+        if ((err = cudaLaunchKernelEx(&cfg, window_attn_bwd_dsum_kernel<kThreads>, p)) != cudaSuccess) return err;
     }
     int q_ctas = 0;
-    return bwd_q_side<Element, kHeadDim, kDropout, kWgmma>(p, stream, true, &q_ctas, assume_strip);
+    return bwd_q_side<Element, kHeadDim, kDropout, kWgmma>(p, stream, true, &q_ctas, assume_strip, pdl_chain);
 }
 
 template <typename Element, int kHeadDim, bool kWgmma>

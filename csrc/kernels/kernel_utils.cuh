@@ -60,6 +60,26 @@ FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
 // sliding-window forward.
 FWA_DEVICE void group_sync(int group) { asm volatile("bar.sync %0, 128;" ::"r"(group + 1) : "memory"); }
 
+FWA_DEVICE void cp_async_8(uint32_t dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes));
+}
+// Hopper programmatic dependent launch (PDL). pdl_wait: returns once the grids this one was
+// launched as the programmatic dependent of are complete and their memory is visible.
+// pdl_launch_dependents: this CTA lets the next grid on the stream launch (it launches once every
+// CTA has done so or exited). Both are no-ops in a grid launched without the attribute, and
+// compiled out below sm_90 (a launcher sets the attribute only where the device runs this
+// kernel's sm_90 code: FWA_SM90A_BUILT on a 9.0 device).
+FWA_DEVICE void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+FWA_DEVICE void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 FWA_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> FWA_DEVICE void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
