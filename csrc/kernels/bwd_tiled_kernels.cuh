@@ -306,7 +306,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
         }
     };
 
-    for (int ib = 0; ib < n_blocks; ++ib) {
+    // Query block ib (kW wide: 64, or kTailQ for the last one).
+    auto block = [&](const int ib, auto block_width_tag) {
         cp_async_wait<0>();
         if constexpr (kWgmma) fence_proxy_async_smem();   // the tiles are read by wgmma (the async proxy)
         __syncthreads();
@@ -422,10 +423,14 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
                 warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
             }
         };
-        // (ib == n_blocks - 1 at run time: both forms are compiled where kTailQ < 64)
-        if (kTailQ < kTileM && ib == n_blocks - 1) item(std::integral_constant<int, kTailQ>{});
-        else item(std::integral_constant<int, kTileM>{});
-    }
+        item(block_width_tag);
+    };
+    // The last block peeled off the loop where it is narrow: with both widths' items in one loop
+    // body ptxas serialised every wgmma of the kernel (a wait after each; "insufficient register
+    // resources for the wgmma pipeline"), the full blocks' too.
+    const int n_full = kTailQ < kTileM ? n_blocks - 1 : n_blocks;
+    for (int ib = 0; ib < n_full; ++ib) block(ib, std::integral_constant<int, kTileM>{});
+    if constexpr (kTailQ < kTileM) block(n_blocks - 1, std::integral_constant<int, kTailQ>{});
     __syncthreads();
     store_pdp_partial(n_blocks - 1);
 
