@@ -58,7 +58,10 @@ template <int kKeys> struct BwdQWgLayout {
     // Warpgroup 1's dq partial (16 fp32 per thread) and V2 row sums (64 rows).
     static constexpr uint32_t kXOff = kStripOff + kStripBytes;
     static constexpr uint32_t kXBytes = 128 * 16 * 4 + 64 * 4;
-    static constexpr size_t bytes() { return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes; }
+    // `late` (the late epilogue, kTail < 64): two buffers of the partial, by window parity
+    static constexpr size_t bytes(bool late = false) {
+        return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes * (late ? 2 : 1);
+    }
 };
 
 // kTail < 64 (Npad 192 on the 256-key form, no dropout; fwd_wgmma_tail_keys(N, 192), picked by
@@ -210,6 +213,42 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     float dalpha_acc = 0.f;
     const int lrow[2] = {warp * 16 + g, warp * 16 + g + 8};
 
+    // The late epilogue (kTail < 64: Npad 192, where warpgroup 0's keys are 64 + kTail against
+    // warpgroup 1's 64, so warpgroup 1 waited at every window's barriers): warpgroup 0 leaves its dq
+    // part and V2 row sums of window ti in buffer ti % 2 and goes on to window ti + 1; warpgroup 1
+    // adds them to its own (dq_1 + dq_0: the same sums as dq_0 + dq_1), projects, stores dq and
+    // takes dalpha, at the top of window ti + 1, with window ti's q pairs kept in registers (that
+    // stage is being refilled by then). One barrier per window instead of two. Elsewhere warpgroup
+    // 0 adds warpgroup 1's part after a barrier and stores, as below.
+    constexpr bool kLate = kTail < 64;
+    float dq[4][4];
+    [[maybe_unused]] uint32_t xq[2][4] = {};                    // warpgroup 1's carry of window ti - 1:
+    [[maybe_unused]] float q_inv_c[2] = {1.f, 1.f}, rs_c[2] = {0.f, 0.f};   // its q pairs, 1/||q||,
+    [[maybe_unused]] int64_t b_c = 0;                                      // row sums and window
+    auto late_epilogue = [&](int tp) {   // window tp, by warpgroup 1 (dq still holds its part)
+        const float* x = reinterpret_cast<const float*>(smem + L::kXOff + (tp & 1) * L::kXBytes);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float4 v = *reinterpret_cast<const float4*>(x + (i * 128 + wtid) * 4);
+            dq[i][0] += v.x;
+            dq[i][1] += v.y;
+            dq[i][2] += v.z;
+            dq[i][3] += v.w;
+        }
+        if (cosine) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) rs_c[r] += x[128 * 16 + lrow[r]];
+            if (t4 == 0) {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) dalpha_acc += q_inv_c[r] * rs_c[r];
+            }
+        }
+        warp_store_grad_rows_x<32, Element>(
+            dq, cosine, [&](int r, int i) { return xq[r][i]; }, q_inv_c, alpha,
+            static_cast<Element*>(p.dq.ptr) + b_c * p.dq.batch_stride + h * p.dq.head_stride, p.dq.row_stride,
+            row0 + warp * 16, N, d, lane);
+    };
+
     for (int ti = 0; ti < n_win; ++ti) {
         const int st = ti & 1;
         cp_async_wait<0>();
@@ -220,6 +259,9 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             issue_d(ti + 1, st ^ 1);
         }
         cp_async_commit();
+        if constexpr (kLate) {
+            if (wg == 1 && ti > 0) late_epilogue(ti - 1);
+        }
 
         unsigned char* s0 = stage(st);
         const Element* tQ = reinterpret_cast<const Element*>(s0 + L::kQOff);
@@ -237,7 +279,6 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow[r]] : 1.f;
             qa[r] = cosine ? q_inv[r] * al : al;   // the row's logit factor (V2: see bwd_tiled_kernels.cuh)
         }
-        float dq[4][4];
         zero_acc(dq);
         // V2: per row, Σ_j dS_ij (s_ij / ||k_j||) over the warpgroup's keys (two chains); dalpha takes
         // it times 1/||q_i|| (see bwd_tiled_kernels.cuh)
@@ -309,6 +350,32 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         float rs[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) rs[r] = quad_sum(da[r][0] + da[r][1]);
+        if constexpr (kLate) {
+            if (wg == 0) {   // window ti's part, for warpgroup 1 at the top of window ti + 1
+                float* x = reinterpret_cast<float*>(smem + L::kXOff + (ti & 1) * L::kXBytes);
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    *reinterpret_cast<float4*>(x + (i * 128 + wtid) * 4) = make_float4(dq[i][0], dq[i][1], dq[i][2], dq[i][3]);
+                if (cosine && t4 == 0) {
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) x[128 * 16 + lrow[r]] = rs[r];
+                }
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    q_inv_c[r] = q_inv[r];
+                    rs_c[r] = rs[r];
+                }
+                b_c = b;
+                if (cosine) {
+#pragma unroll
+                    for (int r = 0; r < 2; ++r)
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) xq[r][i] = grad_rows_x_pair<32, true>(tQ, warp * 16, r, i, lane);
+                }
+            }
+            continue;
+        }
         if (wg > 0) {
             float* x = reinterpret_cast<float*>(smem + L::kXOff + (wg - 1) * L::kXBytes);
 #pragma unroll
@@ -355,6 +422,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         // the partials are rewritten only after the next window's first barrier, which warpgroup 0
         // reaches after these reads; this stage is refilled only after it too
     }
+    if constexpr (kLate) {   // the last window's dq
+        __syncthreads();
+        if (wg == 1) late_epilogue(n_win - 1);
+    }
 
     // The chunk's dbias partial: the block's 64 rows x this warpgroup's keys, written once.
     if (want_dbias) {
@@ -374,7 +445,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     if (cosine) {
         __shared__ float red[4];
         const float v = warp_sum(dalpha_acc);
-        if (wg == 0 && lane == 0) red[warp] = v;
+        if (wg == (kLate ? 1 : 0) && lane == 0) red[warp] = v;   // (the warpgroup that took dalpha)
         __syncthreads();
         if (tid == 0)
             p.dalpha_partial[((int64_t(h) * p.nW * p.n_chunks + partial) * p.num_m_blocks + m_block) * n_kr + kr] =

@@ -811,12 +811,13 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                 constexpr int kKeys = decltype(keys_tag)::value;
                 constexpr int kTail = decltype(tail_tag)::value;
                 using L = BwdQWgLayout<kKeys>;
-                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>>(L::bytes(), L::kThreads, ctas);
+                constexpr size_t kSmem = L::bytes(kTail < 64);   // (the late epilogue's second buffer)
+                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>>(kSmem, L::kThreads, ctas);
                 if (err != cudaSuccess || !launch) return err;
                 if (p.n_key_ranges == 1) {
                     cudaLaunchAttribute attr;
                     const cudaLaunchConfig_t cfg =
-                        launch_config(dim3(static_cast<unsigned>(grid)), dim3(L::kThreads), L::bytes(), stream, pdl, attr);
+                        launch_config(dim3(static_cast<unsigned>(grid)), dim3(L::kThreads), kSmem, stream, pdl, attr);
                     return cudaLaunchKernelEx(&cfg, window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>, p);
                 }
                 // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
@@ -829,7 +830,7 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
                     pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
                     const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * batch.chunks * p.n_key_ranges;
                     c0 += batch.chunks;
-                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(g), L::kThreads, L::bytes(), stream>>>(pb);
+                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(g), L::kThreads, kSmem, stream>>>(pb);
                     if ((err = cudaGetLastError()) != cudaSuccess) return err;
                     constexpr int kThreads = 256;
                     const int64_t work = (b1 - b0) * p.H * p.N * (p.d / 2);

@@ -74,35 +74,27 @@ FWA_DEVICE void warp_mma_pb(float (&acc)[kHeadDim / 8][4], const float (&p)[kTil
 
 // Writes the gradient rows a warp holds in `acc` (rows lrow0 + g and lrow0 + g + 8 of a tile):
 //   V1 / plain:  f · acc
-//   V2 (cosine): f · inv · (acc - x̂ <x̂, acc>), x̂ = inv · x, x the input rows (tile tX),
+//   V2 (cosine): f · inv · (acc - x̂ <x̂, acc>), x̂ = inv · x, x the input rows,
 // the backward of x̂ = x / max(||x||, eps) scaled by f (the logit scale); the projection is
 // dropped where the norm was clamped (norm_projection). Rows >= N and columns >= d are skipped.
-// kSw64: tX is a 64-byte-swizzled tile (sw64_offset; head dim 32), not a padded row-major one.
-// Out: Element, or float (an fp32 part of the gradient, summed later).
-template <int kHeadDim, bool kSw64 = false, typename Element, typename Out>
-FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool cosine,
-                                     const Element* tX, int lrow0, const float (&inv)[2], float f,
-                                     Out* dst, int64_t row_stride, int grow0, int N, int d,
-                                     int lane) {
+// x_pair(r, i): the packed pair of x at row lrow0 + g + 8 r, columns i * 8 + 2 t4 and + 1 (read
+// only for V2). Out: Element, or float (an fp32 part of the gradient, summed later).
+template <int kHeadDim, typename Element, typename Out, typename XPair>
+FWA_DEVICE void warp_store_grad_rows_x(const float (&acc)[kHeadDim / 8][4], bool cosine, XPair&& x_pair,
+                                       const float (&inv)[2], float f, Out* dst, int64_t row_stride, int grow0,
+                                       int N, int d, int lane) {
     static_assert(std::is_same<Out, Element>::value || std::is_same<Out, float>::value, "Element or fp32 rows");
     using Tr = ElementTraits<Element>;
     constexpr int kDT = kHeadDim / 8;
     const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-        const int lrow = lrow0 + g + 8 * r;
         float dot = 0.f;
         float xh[kDT][2];
         if (cosine) {
 #pragma unroll
             for (int i = 0; i < kDT; ++i) {
-                const uint32_t* xp;
-                if constexpr (kSw64)
-                    xp = reinterpret_cast<const uint32_t*>(reinterpret_cast<const unsigned char*>(tX) +
-                                                           sw64_offset(lrow, i) + 4 * t4);
-                else
-                    xp = reinterpret_cast<const uint32_t*>(tX + lrow * TileShape<kHeadDim>::kPitch + i * 8 + 2 * t4);
-                const float2 x = Tr::unpack(*xp);
+                const float2 x = Tr::unpack(x_pair(r, i));
                 xh[i][0] = x.x * inv[r];
                 xh[i][1] = x.y * inv[r];
                 dot = fmaf(xh[i][0], acc[i][2 * r], fmaf(xh[i][1], acc[i][2 * r + 1], dot));
@@ -127,6 +119,28 @@ FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool c
                 *reinterpret_cast<uint32_t*>(dst + int64_t(row) * row_stride + col) = Tr::pack(v0 * fr, v1 * fr);
         }
     }
+}
+
+// The pair x_pair(r, i) of warp_store_grad_rows_x read from tile tX (kSw64: a 64-byte-swizzled
+// tile, sw64_offset, head dim 32; else a padded row-major one).
+template <int kHeadDim, bool kSw64, typename Element>
+FWA_DEVICE uint32_t grad_rows_x_pair(const Element* tX, int lrow0, int r, int i, int lane) {
+    const int lrow = lrow0 + (lane >> 2) + 8 * r, t4 = lane & 3;
+    if constexpr (kSw64)
+        return *reinterpret_cast<const uint32_t*>(reinterpret_cast<const unsigned char*>(tX) + sw64_offset(lrow, i) + 4 * t4);
+    else
+        return *reinterpret_cast<const uint32_t*>(tX + lrow * TileShape<kHeadDim>::kPitch + i * 8 + 2 * t4);
+}
+
+// warp_store_grad_rows_x with x the rows lrow0 + g, lrow0 + g + 8 of tile tX.
+template <int kHeadDim, bool kSw64 = false, typename Element, typename Out>
+FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool cosine,
+                                     const Element* tX, int lrow0, const float (&inv)[2], float f,
+                                     Out* dst, int64_t row_stride, int grow0, int N, int d,
+                                     int lane) {
+    warp_store_grad_rows_x<kHeadDim, Element>(
+        acc, cosine, [&](int r, int i) { return grad_rows_x_pair<kHeadDim, kSw64>(tX, lrow0, r, i, lane); }, inv, f, dst,
+        row_stride, grow0, N, d, lane);
 }
 
 }  // namespace fwa
