@@ -222,11 +222,9 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     // 0 adds warpgroup 1's part after a barrier and stores, as below.
     constexpr bool kLate = kTail < 64;
     float dq[4][4];
-    [[maybe_unused]] uint32_t xq[2][4] = {};                    // warpgroup 1's carry of window ti - 1:
-    [[maybe_unused]] float q_inv_c[2] = {1.f, 1.f}, rs_c[2] = {0.f, 0.f};   // its q pairs, 1/||q||,
-    [[maybe_unused]] int64_t b_c = 0;                                      // row sums and window
-    auto late_epilogue = [&](int tp) {   // window tp, by warpgroup 1 (dq still holds its part)
-        const float* x = reinterpret_cast<const float*>(smem + L::kXOff + (tp & 1) * L::kXBytes);
+    // dq and the V2 row sums `rs` += the other warpgroup's part in buffer x (its layout: dq as this
+    // thread holds it, then the 64 rows' sums)
+    auto add_part = [&](const float* x, float (&rs)[2]) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const float4 v = *reinterpret_cast<const float4*>(x + (i * 128 + wtid) * 4);
@@ -237,11 +235,17 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         }
         if (cosine) {
 #pragma unroll
-            for (int r = 0; r < 2; ++r) rs_c[r] += x[128 * 16 + lrow[r]];
-            if (t4 == 0) {
+            for (int r = 0; r < 2; ++r) rs[r] += x[128 * 16 + lrow[r]];
+        }
+    };
+    [[maybe_unused]] uint32_t xq[2][4] = {};                    // warpgroup 1's carry of window ti - 1:
+    [[maybe_unused]] float q_inv_c[2] = {1.f, 1.f}, rs_c[2] = {0.f, 0.f};   // its q pairs, 1/||q||,
+    [[maybe_unused]] int64_t b_c = 0;                                      // row sums and window
+    auto late_epilogue = [&](int tp) {   // window tp, by warpgroup 1 (dq still holds its part)
+        add_part(reinterpret_cast<const float*>(smem + L::kXOff + (tp & 1) * L::kXBytes), rs_c);
+        if (cosine && t4 == 0) {
 #pragma unroll
-                for (int r = 0; r < 2; ++r) dalpha_acc += q_inv_c[r] * rs_c[r];
-            }
+            for (int r = 0; r < 2; ++r) dalpha_acc += q_inv_c[r] * rs_c[r];
         }
         warp_store_grad_rows_x<32, Element>(
             dq, cosine, [&](int r, int i) { return xq[r][i]; }, q_inv_c, alpha,
@@ -389,21 +393,8 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         __syncthreads();
         if (wg == 0) {
 #pragma unroll 1
-            for (int o = 1; o < L::kWgs; ++o) {
-                const float* x = reinterpret_cast<const float*>(smem + L::kXOff + (o - 1) * L::kXBytes);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const float4 v = *reinterpret_cast<const float4*>(x + (i * 128 + wtid) * 4);
-                    dq[i][0] += v.x;
-                    dq[i][1] += v.y;
-                    dq[i][2] += v.z;
-                    dq[i][3] += v.w;
-                }
-                if (cosine) {
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) rs[r] += x[128 * 16 + lrow[r]];
-                }
-            }
+            for (int o = 1; o < L::kWgs; ++o)
+                add_part(reinterpret_cast<const float*>(smem + L::kXOff + (o - 1) * L::kXBytes), rs);
             if (cosine && t4 == 0) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) dalpha_acc += q_inv[r] * rs[r];

@@ -339,11 +339,19 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
                 bwd_s_dp<kWgmma, kHeadDim>(s, dp, sK, tQ, sV, tO,
                                            {dK, wgmma_desc_add(dQ0, st_bytes), dV, wgmma_desc_add(dO0, st_bytes)}, warp, lane);
             } else {
-                wg_mma_abt<Element, kW>(sw, dK, wgmma_desc_add(dQ0, st_bytes));
-                wg_mma_abt<Element, kW>(dpw, dV, wgmma_desc_add(dO0, st_bytes));
-                wg_products_done(sw, dpw);
+                // (into arrays of their own width, then copied: with the products written through
+                // views of s and dp, ptxas serialised every wgmma of the fp16 kernels, C7511)
+                float sn[kNW][4], dpn[kNW][4];
+                wg_mma_abt<Element, kW>(sn, dK, wgmma_desc_add(dQ0, st_bytes));
+                wg_mma_abt<Element, kW>(dpn, dV, wgmma_desc_add(dO0, st_bytes));
+                wg_products_done(sn, dpn);
 #pragma unroll
-                for (int nt = kNW; nt < kNT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;   // P of no query
+                for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        s[nt][e] = nt < kNW ? sn[nt][e] : 0.f;   // (P of no query)
+                        dp[nt][e] = nt < kNW ? dpn[nt][e] : 0.f;
+                    }
             }
 
             // Attention dropout: dPᵀ o Zᵀ is the gradient reaching P; dv takes (P o Z)ᵀ dout.
@@ -427,7 +435,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     };
     // The last block peeled off the loop where it is narrow: with both widths' items in one loop
     // body ptxas serialised every wgmma of the kernel (a wait after each; "insufficient register
-    // resources for the wgmma pipeline"), the full blocks' too.
+    // resources for the wgmma pipeline", C7511), the full blocks' too. Check -Xptxas -v for C7511
+    // after any change here, fp16 and bf16.
     const int n_full = kTailQ < kTileM ? n_blocks - 1 : n_blocks;
     for (int ib = 0; ib < n_full; ++ib) block(ib, std::integral_constant<int, kTileM>{});
     if constexpr (kTailQ < kTileM) block(n_blocks - 1, std::integral_constant<int, kTailQ>{});
