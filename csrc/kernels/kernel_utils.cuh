@@ -60,10 +60,6 @@ FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
 // sliding-window forward.
 FWA_DEVICE void group_sync(int group) { asm volatile("bar.sync %0, 128;" ::"r"(group + 1) : "memory"); }
 
-FWA_DEVICE void cp_async_8(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes));
-}
 // Hopper programmatic dependent launch (PDL). pdl_wait: returns once the grids this one was
 // launched as the programmatic dependent of are complete and their memory is visible.
 // pdl_launch_dependents: this CTA lets the next grid on the stream launch (it launches once every
