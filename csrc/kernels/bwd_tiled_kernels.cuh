@@ -801,21 +801,16 @@ __global__ void __launch_bounds__(256) window_attn_bwd_dq_reduce_kernel(const Bw
 // The query-side kernel: with kWgmma where window_bwd_q_wg_enabled(Npad) the warpgroup kernel of
 // bwd_q_wg_kernel.cuh (Npad 192 on its 256-key form; above 256 in key ranges, then with the sum of
 // their dq parts), otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM);
-// launches it when `launch`.
-// Whether bwd_q_side takes the warpgroup kernel (kWgmma only; Npad > 256: where the plan gave the
-// problem key ranges, window_bwd_q_key_ranges).
-inline bool bwd_q_side_is_wg(const BwdParams& p) {
-    return p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
-}
-
-// `pdl`: the warpgroup kernel without key ranges is launched as the previous launch's programmatic
-// dependent (launch_bwd_tiled_impl: the dsum kernel's).
+// launches it when `launch`; `pdl`: the warpgroup kernel without key ranges as the previous
+// launch's programmatic dependent (launch_bwd_tiled_impl: the dsum kernel's).
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip,
                        bool pdl = false) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if constexpr (kWgmma) {
-        if (bwd_q_side_is_wg(p)) {
+        // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
+        const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
+        if (wg) {
             auto run = [&](auto keys_tag, auto tail_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
                 constexpr int kTail = decltype(tail_tag)::value;

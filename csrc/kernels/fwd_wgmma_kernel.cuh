@@ -459,7 +459,7 @@ __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tai
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     fwd_row_tail_cta<Element, kKeys, kTail>(p, smem_raw);
     // (every thread, also where the CTA had no window: see above)
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    pdl_wait();
 #else
     __trap();
 #endif
@@ -550,10 +550,10 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         }
         cp_async_commit();
     }
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    pdl_wait();
     // the row-tail kernel (launched after this grid as its programmatic dependent, if at all) may
     // start once every CTA is here: past the bm build
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    pdl_launch_dependents();
 
     // The strip: rows row0 .. row0 + 63 of the padded bias+mask slice (all Npad = kKeys columns,
     // from bm or from the bias and mask: load_fwd_strip), loaded by the CTA; without bias and mask,

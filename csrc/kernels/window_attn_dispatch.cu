@@ -227,11 +227,9 @@ template <typename Index>
 __global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_t b1, int64_t b2,
                                 const float* mask, int64_t m0, int64_t m1, int64_t m2, int Hb,
                                 int N, int Npad, Index total4) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     // A forward kernel launched as a programmatic dependent (FwdParams::bm_pdl) may start its
     // prologue now; it reads bm only after griddepcontrol.wait (this grid complete and flushed).
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+    pdl_launch_dependents();
     const Index q = Index(blockIdx.x) * blockDim.x + threadIdx.x;
     if (q >= total4) return;
     const int npad4 = Npad / 4;
