@@ -456,8 +456,6 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
 template <typename Element, int kKeys, int kTail>
 __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tail_kernel(const FwdParams p) {
 #if FWA_HAS_WGMMA   // (launched only after the sm_90a main grid; griddepcontrol needs sm_90)
-    // (launched first, fwd_wgmma_row_tail_first: the main grid, its dependent, may launch now)
-    pdl_launch_dependents();
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     fwd_row_tail_cta<Element, kKeys, kTail>(p, smem_raw);
     // (every thread, also where the CTA had no window: see above)
@@ -552,7 +550,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         }
         cp_async_commit();
     }
-    if (!p.pdl_wait_late) pdl_wait();
+    pdl_wait();
     // the row-tail kernel (launched after this grid as its programmatic dependent, if at all) may
     // start once every CTA is here: past the bm build
     pdl_launch_dependents();
@@ -890,8 +888,6 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             }
         }
     }
-    // (launched after the row-tail kernel: this grid completes only after it)
-    if (p.pdl_wait_late) pdl_wait();
 #else
     __trap();
 #endif
@@ -917,34 +913,14 @@ inline bool fwd_wgmma_row_tail(int N) {
 
 // The row-tail kernel's launch (fwd_row_tail_cta), right after the main grid: `p` as planned for the
 // main grid (num_m_blocks its query blocks). Its own chunks: about one CTA per slot of the device.
-// FWA_WINDOW_ROW_TAIL_FIRST=1 (experiment, default off): the row-tail kernel launched before the
-// main grid, which follows as its programmatic dependent (FwdParams::pdl_wait_late).
-inline bool fwd_wgmma_row_tail_first() {
-    static const bool on = [] {
-        const char* e = std::getenv("FWA_WINDOW_ROW_TAIL_FIRST");
-        return e != nullptr && e[0] == '1';
-    }();
-    return on;
-}
-// FWA_WINDOW_ROW_TAIL_SLOTS=<1..9> (experiment): the CTAs per SM its chunking plans for (default:
-// as many as fit).
-inline int fwd_row_tail_forced_slots() {
-    static const int forced = [] {
-        const char* e = std::getenv("FWA_WINDOW_ROW_TAIL_SLOTS");
-        return e != nullptr && e[0] >= '1' && e[0] <= '9' && e[1] == '\0' ? e[0] - '0' : 0;
-    }();
-    return forced;
-}
-
 template <typename Element, int kKeys, int kTail>
-cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream, bool pdl) {
+cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;
     constexpr auto kKernel = window_attn_fwd_row_tail_kernel<Element, kKeys, kTail>;
     const size_t smem = Layout::row_tail_bytes(kRowTailWarps, kKeys - 64 + kTail);
     int ctas = 0;
     cudaError_t err = prepare_kernel<kKernel>(smem, kRowTailWarps * 32, &ctas);
     if (err != cudaSuccess) return err;
-    if (fwd_row_tail_forced_slots() != 0) ctas = fwd_row_tail_forced_slots();
     FwdParams p = main_plan;
     const int64_t nB = p.B / p.nW, hw = int64_t(p.H) * p.nW;
     const int64_t n = std::min<int64_t>(nB, std::max<int64_t>(1, int64_t(num_sms()) * std::max(ctas, 1) / hw));
@@ -952,7 +928,7 @@ cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream,
     p.n_chunks = static_cast<int>((nB + p.chunk - 1) / p.chunk);
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(hw * p.n_chunks)), dim3(kRowTailWarps * 32),
-                                                 smem, stream, pdl, attr);
+                                                 smem, stream, window_pdl_enabled(), attr);
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
@@ -1007,26 +983,14 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     }
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if (grid == 0) return cudaSuccess;
-    bool pdl = p.bm_pdl && window_pdl_enabled();
-    if constexpr (kRowTailForm) {
-        if (row_tail && fwd_wgmma_row_tail_first()) {
-            // the row tail first (stream-ordered after the bm build, if any), then this grid as its
-            // programmatic dependent
-            const cudaError_t e = launch_fwd_row_tail<Element, kKeys, kTail>(p, stream, false);
-            if (e != cudaSuccess) return e;
-            pdl = window_pdl_enabled();
-            p.pdl_wait_late = pdl;
-        }
-    }
     // Right after the bm build (FwdParams::bm_pdl): a programmatic dependent launch, so the grid's
     // launch and its first copies overlap the build (the kernel waits on it before the strip).
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(grid)), dim3(kFwdWgThreads * groups),
-                                                 Layout::bytes(groups), stream, pdl, attr);
+                                                 Layout::bytes(groups), stream, p.bm_pdl && window_pdl_enabled(), attr);
     const cudaError_t err = cudaLaunchKernelEx(&cfg, kKernel, p);
     if constexpr (kRowTailForm) {
-        if (err == cudaSuccess && row_tail && !fwd_wgmma_row_tail_first())
-            return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream, window_pdl_enabled());
+        if (err == cudaSuccess && row_tail) return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream);
     }
     return err;
 }

@@ -51,10 +51,6 @@ struct FwdParams {
     // The same for the tiled backward's first kernel, the preprocess, which reads no bm and waits
     // for the build only before it exits.
     bool bm_pdl = false;
-    // The wgmma forward launched after its row-tail kernel, as that kernel's programmatic dependent
-    // (fwd_wgmma_row_tail_first): it reads nothing the row tail writes, so it waits for it only
-    // before it exits (so that its completion implies the row tail's), not before its strip.
-    bool pdl_wait_late = false;
 
     const float* logit_scale = nullptr;  // (H) fp32; nullptr for V1
     float scale = 1.f;                   // V1 only
