@@ -233,6 +233,52 @@ FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM
     }
 }
 
+// bwd_kv_elementwise with the modes as run-time flags (one instance of the code).
+template <int kNW, int kBmPitch>
+FWA_DEVICE void bwd_kv_elementwise_rt(bool cosine, bool has_bm, float (&s)[kTileM / 8][4], float (&dp)[kTileM / 8][4],
+                                      float (&pdp)[kTileM / 4], float al, const float (&k_inv)[2], int lkey0, int key0,
+                                      int N, const float* qinv, const float* bmt, const float* lse, const float* dsum,
+                                      int g, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lkey = lkey0 + g + 8 * r;
+        const int key = key0 + lkey;
+        const bool key_out = !has_bm && key >= N;
+#pragma unroll
+        for (int nt = 0; nt < kNW; ++nt) {
+            const int c = nt * 8 + 2 * t4;
+            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+            float2 qf = make_float2(1.f, 1.f);
+            float f0 = al, f1 = al;
+            if (cosine) {
+                qf = *reinterpret_cast<const float2*>(qinv + c);
+                x0 *= k_inv[r];
+                x1 *= k_inv[r];
+                f0 = qf.x * al;
+                f1 = qf.y * al;
+            }
+            if (has_bm) {
+                x0 = fmaf(x0, f0, bmt[c * kBmPitch + lkey]);
+                x1 = fmaf(x1, f1, bmt[(c + 1) * kBmPitch + lkey]);
+            } else {
+                x0 = __fmul_rn(x0, f0);
+                x1 = __fmul_rn(x1, f1);
+                if (key_out) x0 = x1 = -INFINITY;
+            }
+            const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+            const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+            const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+            s[nt][2 * r] = p0;
+            s[nt][2 * r + 1] = p1;
+            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+            dp[nt][2 * r] = __fmul_rn(__fmul_rn(p0, __fsub_rn(dp[nt][2 * r], ds.x)), qf.x);
+            dp[nt][2 * r + 1] = __fmul_rn(__fmul_rn(p1, __fsub_rn(dp[nt][2 * r + 1], ds.y)), qf.y);
+        }
+    }
+}
+
 // The key side's last key block where it holds at most 16 keys and N <= 192 (N = 65..80 and
 // 129..144; bwd_kv_tail_role): on the wgmma path its CTA computed a 64-key m64 tile of which 48 rows
 // were padding, three quarters of a third of the kernel at N = 144 (session 35 run C: the key side
@@ -340,10 +386,10 @@ FWA_DEVICE void bwd_kv_tail_cta(const BwdParams& p, unsigned char* smem, int64_t
         float pdp[kTileM / 4];
 #pragma unroll
         for (int i = 0; i < kTileM / 4; ++i) pdp[i] = 0.f;
-        dispatch_flag_pair(cosine, has_bm, [&](auto cosine_tag, auto bm_tag) {
-            bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, kTileM / 8, kKvTailBmPitch>(
-                s, dp, pdp, alpha * kLog2e, k_inv, 0, key0, N, qinv, bmt, lse, dsum, g, t4);
-        });
+        // (one instance with the modes as run-time flags: the same operations, so the same bits;
+        // with an instance per mode the kernel's code doubled and its main path ran 13 % slower)
+        bwd_kv_elementwise_rt<kTileM / 8, kKvTailBmPitch>(cosine, has_bm, s, dp, pdp, alpha * kLog2e, k_inv, 0, key0,
+                                                          N, qinv, bmt, lse, dsum, g, t4);
         stage_warp_column_sums(pdp, s, col, col + kTileM, 0);
         // padded queries: zero q and dout rows, so they add nothing
         warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
