@@ -386,8 +386,9 @@ FWA_DEVICE void bwd_kv_tail_cta(const BwdParams& p, unsigned char* smem, int64_t
         float pdp[kTileM / 4];
 #pragma unroll
         for (int i = 0; i < kTileM / 4; ++i) pdp[i] = 0.f;
-        // (one instance with the modes as run-time flags: the same operations, so the same bits;
-        // with an instance per mode the kernel's code doubled and its main path ran 13 % slower)
+        // (one instance with the modes as run-time flags, the same operations, so the same bits: a
+        // quarter of the code of an instance per mode; the kernel's instructions are fetched from
+        // caches its main path fills)
         bwd_kv_elementwise_rt<kTileM / 8, kKvTailBmPitch>(cosine, has_bm, s, dp, pdp, alpha * kLog2e, k_inv, 0, key0,
                                                           N, qinv, bmt, lse, dsum, g, t4);
         stage_warp_column_sums(pdp, s, col, col + kTileM, 0);
@@ -479,12 +480,30 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     const int n_blocks = (N + kTileN - 1) / kTileN;
 
     int64_t bid = blockIdx.x;
-    const int jb = static_cast<int>(bid % n_blocks); bid /= n_blocks;
+    // With the tail role (BwdParams::kv_tail_role) the last key blocks' CTAs come after all the
+    // others in the grid: interleaved with them (blockIdx (window, head, key block)) the two code
+    // paths shared the SMs' instruction caches, and every CTA stalled on instruction fetch (session
+    // 35 run E, ncu: no_instruction 0.18 -> 2.00 per issued instruction, the kernel 122 -> 141 us).
+    int kb = n_blocks;   // key blocks per (window, head) in this part of the grid
+    bool tail_cta = false;
+    if constexpr (kTailQ == 16) {
+        if (p.kv_tail_role) {
+            const int64_t n_main = int64_t(p.B) * p.H * (n_blocks - 1);
+            kb = n_blocks - 1;
+            if (bid >= n_main) {
+                bid -= n_main;
+                kb = 1;
+                tail_cta = true;
+            }
+        }
+    }
+    const int jb = tail_cta ? n_blocks - 1 : static_cast<int>(bid % kb);
+    bid /= kb;
     const int h = static_cast<int>(bid % p.H);
     const int64_t b = bid / p.H;
     const int key0 = jb * kTileN;
-    if constexpr (kTailQ == 16) {   // (BwdParams::kv_tail_role: the last key block on mma.sync)
-        if (p.kv_tail_role && jb == n_blocks - 1) {
+    if constexpr (kTailQ == 16) {   // the last key block on mma.sync (bwd_kv_tail_cta)
+        if (tail_cta) {
             bwd_kv_tail_cta<Element>(p, bwd_smem_base<kWgmma>(smem_raw), b, h, jb, n_blocks);
             return;
         }
