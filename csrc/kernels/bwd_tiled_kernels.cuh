@@ -180,264 +180,6 @@ template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* ra
     else return raw;
 }
 
-// The key side's elementwise work on an item's Sᵀ (s) and dPᵀ (dp), rows keys (this warp's 16:
-// lkey0 + g, lkey0 + g + 8 of the block starting at key0), columns queries (the first kNW n8 tiles):
-// Pᵀ into s, dSᵀ diag(1/||q||) into dp, and P dP summed over the thread's two keys into pdp, per
-// query column. qinv, lse, dsum: the queries' statistics; bmt: the staged bias+mask, [query][key]
-// with pitch kBmPitch. (window_attn_bwd_kv_kernel's items and window_attn_bwd_kv_tail_kernel's.)
-template <bool kCos, bool kBm, int kNW, int kBmPitch>
-FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM / 8][4], float (&pdp)[kTileM / 4],
-                                   float al, const float (&k_inv)[2], int lkey0, int key0, int N, const float* qinv,
-                                   const float* bmt, const float* lse, const float* dsum, int g, int t4) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int lkey = lkey0 + g + 8 * r;
-        const int key = key0 + lkey;
-        const bool key_out = !kBm && key >= N;
-#pragma unroll
-        for (int nt = 0; nt < kNW; ++nt) {
-            const int c = nt * 8 + 2 * t4;   // query within the block
-            // P is computed with exactly the operations of the query-side kernel, so that
-            // both kernels see the same bits: the D summed here (sum P dP / sum P) must
-            // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
-            // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
-            // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
-            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
-            const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
-            float f0 = al, f1 = al;
-            if constexpr (kCos) {
-                x0 *= k_inv[r];
-                x1 *= k_inv[r];
-                f0 = qf.x * al;
-                f1 = qf.y * al;
-            }
-            if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
-                x0 = fmaf(x0, f0, bmt[c * kBmPitch + lkey]);
-                x1 = fmaf(x1, f1, bmt[(c + 1) * kBmPitch + lkey]);
-            } else {
-                x0 *= f0;
-                x1 *= f1;
-                if (key_out) x0 = x1 = -INFINITY;
-            }
-            const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
-            const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
-            const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
-            s[nt][2 * r] = p0;
-            s[nt][2 * r + 1] = p1;
-            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
-            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
-        }
-    }
-}
-
-// bwd_kv_elementwise with the modes as run-time flags (one instance of the code).
-template <int kNW, int kBmPitch>
-FWA_DEVICE void bwd_kv_elementwise_rt(bool cosine, bool has_bm, float (&s)[kTileM / 8][4], float (&dp)[kTileM / 8][4],
-                                      float (&pdp)[kTileM / 4], float al, const float (&k_inv)[2], int lkey0, int key0,
-                                      int N, const float* qinv, const float* bmt, const float* lse, const float* dsum,
-                                      int g, int t4) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int lkey = lkey0 + g + 8 * r;
-        const int key = key0 + lkey;
-        const bool key_out = !has_bm && key >= N;
-#pragma unroll
-        for (int nt = 0; nt < kNW; ++nt) {
-            const int c = nt * 8 + 2 * t4;
-            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
-            float2 qf = make_float2(1.f, 1.f);
-            float f0 = al, f1 = al;
-            if (cosine) {
-                qf = *reinterpret_cast<const float2*>(qinv + c);
-                x0 *= k_inv[r];
-                x1 *= k_inv[r];
-                f0 = qf.x * al;
-                f1 = qf.y * al;
-            }
-            if (has_bm) {
-                x0 = fmaf(x0, f0, bmt[c * kBmPitch + lkey]);
-                x1 = fmaf(x1, f1, bmt[(c + 1) * kBmPitch + lkey]);
-            } else {
-                x0 = __fmul_rn(x0, f0);
-                x1 = __fmul_rn(x1, f1);
-                if (key_out) x0 = x1 = -INFINITY;
-            }
-            const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
-            const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
-            const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
-            s[nt][2 * r] = p0;
-            s[nt][2 * r + 1] = p1;
-            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-            dp[nt][2 * r] = __fmul_rn(__fmul_rn(p0, __fsub_rn(dp[nt][2 * r], ds.x)), qf.x);
-            dp[nt][2 * r + 1] = __fmul_rn(__fmul_rn(p1, __fsub_rn(dp[nt][2 * r + 1], ds.y)), qf.y);
-        }
-    }
-}
-
-// The key side's last key block where it holds at most 16 keys and N <= 192 (N = 65..80 and
-// 129..144; bwd_kv_tail_role): on the wgmma path its CTA computed a 64-key m64 tile of which 48 rows
-// were padding, three quarters of a third of the kernel at N = 144 (session 35 run C: the key side
-// 123 -> 88 us with that block skipped). Its CTA instead takes the 16 keys on mma.sync m16n8k16,
-// one warp per 64-query block (all of them at once, no pipeline), each with the key side's
-// elementwise work (bwd_kv_elementwise: the same P, dS and column sums as the full kernel, so the
-// same D partial), and adds the warps' dv, dk' in query-block order before warp 0's epilogue.
-// q, k, v and dout in padded row-major tiles (TileShape), rows >= N zero.
-constexpr int kKvTailBmPitch = 20;   // fp32 pitch of the staged bias+mask columns (conflict-free reads)
-
-template <int kHeadDim> struct BwdKvTailSmem {
-    static constexpr int kTile = TileShape<kHeadDim>::kElems;
-    // k, v; per query block: q, dout; lse, D, q_inv (3 x 64), the bias+mask columns (64 x pitch),
-    // the staged column sums of P dP and of P (2 x 64)
-    static constexpr size_t kKvBytes = size_t(2) * kTile * 2;
-    static constexpr size_t kBlockTileBytes = size_t(2) * kTile * 2;
-    static constexpr size_t kBlockStatFloats = 3 * kTileM + kTileM * kKvTailBmPitch + 2 * kTileM;
-    static constexpr size_t bytes(int q_blocks) {
-        return kWgmmaSlack + kKvBytes + size_t(q_blocks) * (kBlockTileBytes + kBlockStatFloats * sizeof(float));
-    }
-};
-
-// The tail role where the instantiation has it (kTailQ = 16: the last blocks 16 wide) and N <= 192.
-inline bool bwd_kv_tail_role(int N) {
-    static const bool on = env_switch_on("FWA_WINDOW_KV_TAIL");
-    return on && N > kTileN && N <= 192 && N - (N - 1) / kTileN * kTileN <= 16;
-}
-
-template <typename Element>
-FWA_DEVICE void bwd_kv_tail_cta(const BwdParams& p, unsigned char* smem, int64_t b, int h, int jb, int n_blocks) {
-    constexpr int kHeadDim = 32;
-    using L = BwdKvTailSmem<kHeadDim>;
-    constexpr int kTile = L::kTile;
-    Element* sK = reinterpret_cast<Element*>(smem);
-    Element* sV = sK + kTile;
-    Element* sQ = sV + kTile;   // [query block][q | dout]
-    float* sStat = reinterpret_cast<float*>(sQ + size_t(n_blocks) * 2 * kTile);   // [block][lse | D | q_inv][64]
-    float* sBmT = sStat + n_blocks * 3 * kTileM;                                   // [block][64][pitch]
-    float* sCol = sBmT + n_blocks * kTileM * kKvTailBmPitch;                       // [block][P dP | P][64]
-
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int g = lane >> 2, t4 = lane & 3;
-    const int N = p.N, d = p.d;
-    const int key0 = jb * kTileN;
-    const bool cosine = p.logit_scale != nullptr;
-    const bool has_bm = p.bm != nullptr;
-    const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
-    const int64_t row_base = (b * p.H + h) * N;
-    auto ptr = [&](const TensorRef& t) {
-        return static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
-    };
-    // the tiles (written before the backward began) before pdl_wait, as the full kernel's
-    load_tile_async<Element, kHeadDim>(sK, ptr(p.k), p.k.row_stride, key0, N, d, tid);
-    load_tile_async<Element, kHeadDim>(sV, ptr(p.v), p.v.row_stride, key0, N, d, tid);
-    for (int qb = 0; qb < n_blocks; ++qb) {
-        load_tile_async<Element, kHeadDim>(sQ + qb * 2 * kTile, ptr(p.q), p.q.row_stride, qb * kTileM, N, d, tid);
-        load_tile_async<Element, kHeadDim>(sQ + qb * 2 * kTile + kTile, ptr(p.dout), p.dout.row_stride, qb * kTileM, N, d, tid);
-    }
-    pdl_wait();
-    pdl_launch_dependents();
-    // row statistics (rows >= N zero-filled, as the full kernel's) and the block's bias+mask columns
-    for (int i = tid; i < n_blocks * kTileM; i += kNumThreads) {
-        const int qb = i / kTileM, r = i - qb * kTileM;
-        const int ok = i < N ? 4 : 0;
-        const int64_t src = row_base + (i < N ? i : 0);
-        float* dst = sStat + qb * 3 * kTileM + r;
-        cp_async_4(smem_u32(dst), p.lse + src, ok);
-        cp_async_4(smem_u32(dst + kTileM), p.dsum + src, ok);
-        if (cosine) cp_async_4(smem_u32(dst + 2 * kTileM), p.q_inv_norm + src, ok);
-    }
-    if (has_bm) {
-        const float* bm_slice = p.bm + (b % p.nW) * p.bm_win_stride + h * p.bm_head_stride + key0;
-        for (int c = tid; c < n_blocks * kTileM * 4; c += kNumThreads) {
-            const int row = c >> 2, cc = (c & 3) * 4;   // (rows < n_blocks * 64 <= Npad)
-            cp_async_16(smem_u32(sBmT + row * kKvTailBmPitch + cc), bm_slice + int64_t(row) * p.Npad + cc, 16);
-        }
-    }
-    cp_async_commit();
-    float k_inv[2] = {1.f, 1.f};
-    if (cosine) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int key = key0 + g + 8 * r;
-            k_inv[r] = key < N ? p.k_inv_norm[row_base + key] : 1.f;
-        }
-    }
-    cp_async_wait<0>();
-    __syncthreads();
-
-    float dk[kHeadDim / 8][4], dv[kHeadDim / 8][4];
-    zero_acc(dk);
-    zero_acc(dv);
-    const int qb = warp;
-    if (qb < n_blocks) {
-        const Element* tQ = sQ + qb * 2 * kTile;
-        const Element* tO = tQ + kTile;
-        const float* lse = sStat + qb * 3 * kTileM;
-        const float* dsum = lse + kTileM;
-        const float* qinv = lse + 2 * kTileM;
-        const float* bmt = sBmT + qb * kTileM * kKvTailBmPitch;
-        float* col = sCol + qb * 2 * kTileM;
-        float s[kTileN / 8][4], dp[kTileN / 8][4];
-        // Sᵀ = k qᵀ, dPᵀ = v doutᵀ: the block's 16 keys (rows 0..15 of the k and v tiles) x 64 queries
-        bwd_s_dp<false, kHeadDim>(s, dp, sK, tQ, sV, tO, BwdSdpDescs{}, 0, lane);
-        float pdp[kTileM / 4];
-#pragma unroll
-        for (int i = 0; i < kTileM / 4; ++i) pdp[i] = 0.f;
-        // (one instance with the modes as run-time flags, the same operations, so the same bits: a
-        // quarter of the code of an instance per mode; the kernel's instructions are fetched from
-        // caches its main path fills)
-        bwd_kv_elementwise_rt<kTileM / 8, kKvTailBmPitch>(cosine, has_bm, s, dp, pdp, alpha * kLog2e, k_inv, 0, key0,
-                                                          N, qinv, bmt, lse, dsum, g, t4);
-        stage_warp_column_sums(pdp, s, col, col + kTileM, 0);
-        // padded queries: zero q and dout rows, so they add nothing
-        warp_mma_pb<kHeadDim>(dv, s, nullptr, tO, lane);
-        warp_mma_pb<kHeadDim>(dk, dp, nullptr, tQ, lane);
-        __syncwarp();
-        // this key block's part of D (BwdParams::dsum): the 16 keys are all this warp's
-        const int64_t total_rows = int64_t(p.B) * p.H * N;
-        for (int i = lane; i < kTileM; i += 32) {
-            const int row = qb * kTileM + i;
-            if (row < N)
-                reinterpret_cast<float2*>(p.dsum_partial)[jb * total_rows + row_base + row] = make_float2(col[i], col[kTileM + i]);
-        }
-    }
-    // dv, dk' of the query blocks added in block order by warp 0 (through the q / dout tiles' space)
-    __syncthreads();
-    float* sComb = reinterpret_cast<float*>(sQ);   // [block 1..][dv | dk][kHeadDim / 8][4][32 lanes]
-    constexpr int kFrag = kHeadDim / 8 * 4;
-    if (qb > 0 && qb < n_blocks) {
-        float* c = sComb + (qb - 1) * 2 * kFrag * 32;
-#pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                c[(i * 4 + e) * 32 + lane] = dv[i][e];
-                c[(kFrag + i * 4 + e) * 32 + lane] = dk[i][e];
-            }
-    }
-    __syncthreads();
-    if (warp != 0) return;
-    for (int w = 1; w < n_blocks; ++w) {
-        const float* c = sComb + (w - 1) * 2 * kFrag * 32;
-#pragma unroll
-        for (int i = 0; i < kHeadDim / 8; ++i)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                dv[i][e] += c[(i * 4 + e) * 32 + lane];
-                dk[i][e] += c[(kFrag + i * 4 + e) * 32 + lane];
-            }
-    }
-    // Epilogue, as the full kernel's: V1 dk = scale dk'; V2 dk = alpha/||k|| (dk' - k̂ <k̂, dk'>)
-    auto dst = [&](const TensorRef& t) {
-        return static_cast<Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
-    };
-    warp_store_grad_rows<kHeadDim, false>(dk, cosine, sK, 0, k_inv, alpha, dst(p.dk), p.dk.row_stride, key0, N, d, lane);
-    warp_store_grad_rows<kHeadDim, false>(dv, false, sK, 0, k_inv, 1.f, dst(p.dv), p.dv.row_stride, key0, N, d, lane);
-}
-
 // kTailQ < 64 (kWgmma without dropout; fwd_wgmma_tail_keys(N, Npad), picked by
 // launch_bwd_tiled_impl): the last query block is computed only over its first kTailQ queries
 // (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and dPᵀ at wgmma m64n{kTailQ},
@@ -480,34 +222,10 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     const int n_blocks = (N + kTileN - 1) / kTileN;
 
     int64_t bid = blockIdx.x;
-    // With the tail role (BwdParams::kv_tail_role) the last key blocks' CTAs come after all the
-    // others in the grid: interleaved with them (blockIdx (window, head, key block)) the two code
-    // paths shared the SMs' instruction caches, and every CTA stalled on instruction fetch (session
-    // 35 run E, ncu: no_instruction 0.18 -> 2.00 per issued instruction, the kernel 122 -> 141 us).
-    int kb = n_blocks;   // key blocks per (window, head) in this part of the grid
-    bool tail_cta = false;
-    if constexpr (kTailQ == 16) {
-        if (p.kv_tail_role) {
-            const int64_t n_main = int64_t(p.B) * p.H * (n_blocks - 1);
-            kb = n_blocks - 1;
-            if (bid >= n_main) {
-                bid -= n_main;
-                kb = 1;
-                tail_cta = true;
-            }
-        }
-    }
-    const int jb = tail_cta ? n_blocks - 1 : static_cast<int>(bid % kb);
-    bid /= kb;
+    const int jb = static_cast<int>(bid % n_blocks); bid /= n_blocks;
     const int h = static_cast<int>(bid % p.H);
     const int64_t b = bid / p.H;
     const int key0 = jb * kTileN;
-    if constexpr (kTailQ == 16) {   // the last key block on mma.sync (bwd_kv_tail_cta)
-        if (tail_cta) {
-            bwd_kv_tail_cta<Element>(p, bwd_smem_base<kWgmma>(smem_raw), b, h, jb, n_blocks);
-            return;
-        }
-    }
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = p.bm != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
@@ -650,8 +368,51 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 #pragma unroll
             for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
             auto elementwise = [&](auto cosine_tag, auto bm_tag) {
-                bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, kNW, kKvBmPitch>(
-                    s, dp, pdp, alpha * kLog2e, k_inv, warp * 16, key0, N, qinv, bmt, lse, dsum, g, t4);
+                constexpr bool kCos = decltype(cosine_tag)::value;
+                constexpr bool kBm = decltype(bm_tag)::value;
+                const float al = alpha * kLog2e;
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int lkey = warp * 16 + g + 8 * r;
+                    const int key = key0 + lkey;
+                    const bool key_out = !kBm && key >= N;
+#pragma unroll
+                    for (int nt = 0; nt < kNW; ++nt) {
+                        const int c = nt * 8 + 2 * t4;   // query within the block
+                        // P is computed with exactly the operations of the query-side kernel, so that
+                        // both kernels see the same bits: the D summed here (sum P dP / sum P) must
+                        // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
+                        // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
+                        // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
+                        float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+                        const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+                        float f0 = al, f1 = al;
+                        if constexpr (kCos) {
+                            x0 *= k_inv[r];
+                            x1 *= k_inv[r];
+                            f0 = qf.x * al;
+                            f1 = qf.y * al;
+                        }
+                        if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
+                            x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
+                            x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
+                        } else {
+                            x0 *= f0;
+                            x1 *= f1;
+                            if (key_out) x0 = x1 = -INFINITY;
+                        }
+                        const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+                        const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+                        const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+                        s[nt][2 * r] = p0;
+                        s[nt][2 * r + 1] = p1;
+                        const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                        pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+                        pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+                        dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
+                        dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
+                    }
+                }
             };
             dispatch_flag_pair(cosine, has_bm, elementwise);
 
@@ -1142,24 +903,17 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
             return err;
     }
     {
-        const int64_t n_kb = (p.N + kTileN - 1) / kTileN;
-        const int64_t grid = int64_t(p.B) * p.H * n_kb;
+        const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
+        const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
         auto run_kv = [&](auto tail_tag) -> cudaError_t {
-            constexpr int kTailQ = decltype(tail_tag)::value;
-            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, kTailQ>;
-            BwdParams pk = p;
-            size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
-            if constexpr (kTailQ == 16) {
-                pk.kv_tail_role = bwd_kv_tail_role(p.N) ? 1 : 0;
-                if (pk.kv_tail_role) smem = std::max(smem, BwdKvTailSmem<kHeadDim>::bytes(static_cast<int>(n_kb)));
-            }
+            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, decltype(tail_tag)::value>;
             int ctas = 0;
             cudaError_t e = prepare_kernel<kKernel>(smem, kNumThreads, &ctas);
             if (e != cudaSuccess) return e;
             cudaLaunchAttribute attr;
             const cudaLaunchConfig_t cfg =
                 launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
-            return cudaLaunchKernelEx(&cfg, kKernel, pk);
+            return cudaLaunchKernelEx(&cfg, kKernel, p);
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout

@@ -129,9 +129,6 @@ struct BwdParams : FwdParams {
     // with its windows' parts, [n_key_ranges][its windows][H][N][d] (range stride below).
     float* dq_partial = nullptr;
     int chunk_offset = 0;                  // the launch's first chunk
-    // The key side's last key block on mma.sync (bwd_kv_tail_cta; set by its launcher where
-    // bwd_kv_tail_role holds)
-    int kv_tail_role = 0;
     int64_t dq_partial_range_stride = 0;   // elements
 };
 
