@@ -180,300 +180,6 @@ template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* ra
     else return raw;
 }
 
-// The key side's elementwise work on an item's Sᵀ (s) and dPᵀ (dp), rows keys (this warp's 16:
-// lkey0 + g, lkey0 + g + 8 of the block starting at key0), columns queries (the first kNW n8 tiles):
-// Pᵀ into s, dSᵀ diag(1/||q||) into dp, and P dP summed over the thread's two keys into pdp, per
-// query column. qinv, lse, dsum: the queries' statistics; bmt: the staged bias+mask, [query][key]
-// with pitch kBmPitch. (window_attn_bwd_kv_kernel's items and window_attn_bwd_kv_tail_kernel's.)
-template <bool kCos, bool kBm, int kNW, int kBmPitch>
-FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM / 8][4], float (&pdp)[kTileM / 4],
-                                   float al, const float (&k_inv)[2], int lkey0, int key0, int N, const float* qinv,
-                                   const float* bmt, const float* lse, const float* dsum, int g, int t4) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int lkey = lkey0 + g + 8 * r;
-        const int key = key0 + lkey;
-        const bool key_out = !kBm && key >= N;
-#pragma unroll
-        for (int nt = 0; nt < kNW; ++nt) {
-            const int c = nt * 8 + 2 * t4;   // query within the block
-            // P is computed with exactly the operations of the query-side kernel, so that
-            // both kernels see the same bits: the D summed here (sum P dP / sum P) must
-            // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
-            // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
-            // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
-            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
-            const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
-            float f0 = al, f1 = al;
-            if constexpr (kCos) {
-                x0 *= k_inv[r];
-                x1 *= k_inv[r];
-                f0 = qf.x * al;
-                f1 = qf.y * al;
-            }
-            if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
-                x0 = fmaf(x0, f0, bmt[c * kBmPitch + lkey]);
-                x1 = fmaf(x1, f1, bmt[(c + 1) * kBmPitch + lkey]);
-            } else {
-                x0 *= f0;
-                x1 *= f1;
-                if (key_out) x0 = x1 = -INFINITY;
-            }
-            const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
-            const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
-            const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
-            s[nt][2 * r] = p0;
-            s[nt][2 * r + 1] = p1;
-            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
-            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The key side's last key block where it holds at most 16 keys and N <= 192 (N = 65..80 and
-// 129..144; bwd_kv_tail_kernel_on). The warpgroup kernel spent a 64-key m64 tile on it, 48 rows of
-// padding (session 35 run C: the key side 123 -> 88 us at (512, 4, 144) without that block). This
-// kernel takes the 16 keys on mma.sync m16n8k16; its CTAs walk (window, head) items with the next
-// item's copies in flight (2 stages of 64-byte-swizzled tiles: q and dout of the item's N rows, the
-// block's k and v rows, the rows' statistics and bias+mask columns). The CTA's 4 warps split the
-// queries in 16-query sub-blocks (N = 144: 2, 2, 2, 3); per warp Sᵀ = k qᵀ and dPᵀ = v doutᵀ (16
-// keys x its queries), P and dS with the key side's operations, the column sums of P dP and P for
-// the block's D partial (the warpgroup kernel's sums: the same bits), dv += Pᵀ dout and
-// dk' += dSᵀ q; the warps' dv, dk' are added in warp order by warp 0, which writes dk, dv.
-// (A code path of its own inside the warpgroup kernel was slower: its CTAs stalled on instruction
-// fetch, or ran one item each without overlap; session 35 runs D-F.)
-template <int kKeys> struct BwdKvTailLayout {
-    static_assert(kKeys == 128 || kKeys == 192, "Npad 128 or 192");
-    static constexpr int kRows = kKeys - kTileN + 16;   // the query rows an item can hold
-    static constexpr int kPitch = 20;                    // fp32 pitch of the bias+mask columns
-    // k and v (16 rows), q and dout (kRows), then fp32 lse, D, q_inv (3 x kRows) and the bias+mask
-    // columns; after an item's products the warps' dv, dk' (12 KB) go where q starts
-    static constexpr uint32_t kKOff = 0, kVOff = 16 * 64, kQOff = 2 * 16 * 64, kOOff = kQOff + kRows * 64;
-    static constexpr uint32_t kStatOff = kOOff + kRows * 64;                // lse, D, q_inv: 3 x kRows fp32
-    static constexpr uint32_t kBmOff = kStatOff + 3 * kRows * 4;            // kRows x kPitch fp32
-    static constexpr uint32_t kStageBytes = (kBmOff + kRows * kPitch * 4 + 1023u) / 1024u * 1024u;
-    static constexpr uint32_t kColOff = 2 * kStageBytes;                    // 4 warps x (P dP, P) x 64
-    static constexpr size_t kBytes = 1024 /* alignment */ + kColOff + 4 * 2 * 64 * 4;
-    static constexpr int kSub = (kRows + 15) / 16;                          // 16-query sub-blocks
-    static constexpr int kMaxSub = (kSub + 3) / 4;                          // per warp
-    static_assert(kQOff + 3 * 2 * 16 * 32 * 4 <= kStageBytes, "the warps' dv, dk' fit the stage");
-};
-
-inline bool bwd_kv_tail_kernel_on(int N) {
-    static const bool on = env_switch_on("FWA_WINDOW_KV_TAIL");
-    return on && N > kTileN && N <= 192 && N - (N - 1) / kTileN * kTileN <= 16;
-}
-
-template <typename Element, int kKeys>
-__global__ void __launch_bounds__(kNumThreads, 3) window_attn_bwd_kv_tail_kernel(const BwdParams p) {
-    using L = BwdKvTailLayout<kKeys>;
-    using Tr = ElementTraits<Element>;
-    constexpr int kRows = L::kRows;
-    constexpr int kMaxNT = 2 * L::kMaxSub;
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const uint32_t raw = smem_u32(smem_raw);
-    const uint32_t base = (raw + 1023u) & ~1023u;
-    unsigned char* const smem = smem_raw + (base - raw);
-    float* const sCol = reinterpret_cast<float*>(smem + L::kColOff);
-
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    const int N = p.N, d = p.d, H = p.H;
-    const int n_blocks = (N + kTileN - 1) / kTileN;
-    const int jb = n_blocks - 1, key0 = jb * kTileN;
-    const int64_t n_items = int64_t(p.B) * H;
-    const int64_t total_rows = n_items * N;
-    const bool cosine = p.logit_scale != nullptr;
-    const bool has_bm = p.bm != nullptr;
-    // this warp's 16-query sub-blocks
-    const int n_sub = (N + 15) / 16;
-    const int sub0 = warp * n_sub / 4, n_w = (warp + 1) * n_sub / 4 - sub0;
-    const int q0 = sub0 * 16;
-
-    // Copies of item `it` into stage st: thread tid moves 16-byte chunk tid % 4 of rows tid / 4 + 32 i
-    auto copy_rows = [&](uint32_t tile, const TensorRef& t, int64_t b, int h, int row0, int rows) {
-        const Element* src0 = static_cast<const Element*>(t.ptr) + b * t.batch_stride + h * t.head_stride;
-        const int j = tid & 3;
-        for (int r = tid >> 2; r < rows; r += 32) {
-            const int row = row0 + r;
-            const bool ok = j * 8 < d && row < N;
-            cp_async_16(tile + sw64_offset(r, j), ok ? src0 + int64_t(row) * t.row_stride + j * 8 : src0, ok ? 16 : 0);
-        }
-    };
-    auto issue = [&](int64_t it, int st) {
-        const int64_t b = it / H;
-        const int h = static_cast<int>(it - b * H);
-        unsigned char* sg = smem + st * L::kStageBytes;
-        const uint32_t sa = base + st * L::kStageBytes;
-        copy_rows(sa + L::kQOff, p.q, b, h, 0, kRows);
-        copy_rows(sa + L::kOOff, p.dout, b, h, 0, kRows);
-        copy_rows(sa + L::kKOff, p.k, b, h, key0, 16);
-        copy_rows(sa + L::kVOff, p.v, b, h, key0, 16);
-        const int64_t row_base = it * N;
-        float* stat = reinterpret_cast<float*>(sg + L::kStatOff);
-        for (int i = tid; i < kRows; i += kNumThreads) {
-            const int ok = i < N ? 4 : 0;
-            const int64_t src = row_base + (i < N ? i : 0);
-            cp_async_4(smem_u32(stat + i), p.lse + src, ok);
-            cp_async_4(smem_u32(stat + kRows + i), p.dsum + src, ok);
-            if (cosine) cp_async_4(smem_u32(stat + 2 * kRows + i), p.q_inv_norm + src, ok);
-        }
-        if (has_bm) {
-            const float* bm_slice = p.bm + (b % p.nW) * p.bm_win_stride + h * p.bm_head_stride + key0;
-            float* bmt = reinterpret_cast<float*>(sg + L::kBmOff);
-            for (int c = tid; c < kRows * 4; c += kNumThreads) {
-                const int row = c >> 2, cc = (c & 3) * 4;   // (rows < kRows <= Npad)
-                cp_async_16(smem_u32(bmt + row * L::kPitch + cc), bm_slice + int64_t(row) * p.Npad + cc, 16);
-            }
-        }
-    };
-
-    // Launched as the key side's programmatic dependent: its inputs are the preprocess's, complete
-    // before any key-side CTA let it launch; it waits for the key side only before it exits.
-    const int64_t it0 = blockIdx.x;
-    if (it0 < n_items) issue(it0, 0);
-    cp_async_commit();
-    // ldmatrix rows: A (k, v rows) and the transposed B (q, dout rows): matrices (rows 0-7 | 8-15) x
-    // (chunk 0 | 1); B (q, dout rows as n): (rows 0-7, chunk 0 | 1), then rows 8-15
-    const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
-    const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-    int ti = 0;
-    for (int64_t it = it0; it < n_items; it += gridDim.x, ++ti) {
-        const int st = ti & 1;
-        __syncthreads();   // (the stage the next item's copies take is free: item ti - 1 is done)
-        if (it + gridDim.x < n_items) issue(it + gridDim.x, st ^ 1);
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        const int64_t b = it / H;
-        const int h = static_cast<int>(it - b * H);
-        const int64_t row_base = it * N;
-        const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
-        const uint32_t sa = base + st * L::kStageBytes;
-        const float* stat = reinterpret_cast<const float*>(smem + st * L::kStageBytes + L::kStatOff);
-        const float* bmt = reinterpret_cast<const float*>(smem + st * L::kStageBytes + L::kBmOff);
-        float k_inv[2] = {1.f, 1.f};
-        if (cosine) {
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int key = key0 + g + 8 * r;
-                k_inv[r] = key < N ? p.k_inv_norm[row_base + key] : 1.f;
-            }
-        }
-        // Sᵀ, dPᵀ over this warp's queries (n8 tiles 2 j, 2 j + 1: sub-block sub0 + j)
-        float s[kTileN / 8][4], dp[kTileN / 8][4];
-        zero_acc(s);
-        zero_acc(dp);
-#pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
-            uint32_t ka[4], va[4];
-            ldmatrix_x4(sa + L::kKOff + sw64_offset(a_r, 2 * ks + a_j), ka[0], ka[1], ka[2], ka[3]);
-            ldmatrix_x4(sa + L::kVOff + sw64_offset(a_r, 2 * ks + a_j), va[0], va[1], va[2], va[3]);
-#pragma unroll
-            for (int j = 0; j < L::kMaxSub; ++j) {
-                if (j >= n_w) break;
-                uint32_t qb[4], ob[4];
-                ldmatrix_x4(sa + L::kQOff + sw64_offset(q0 + j * 16 + b_r, 2 * ks + b_j), qb[0], qb[1], qb[2], qb[3]);
-                ldmatrix_x4(sa + L::kOOff + sw64_offset(q0 + j * 16 + b_r, 2 * ks + b_j), ob[0], ob[1], ob[2], ob[3]);
-                mma_16816<Element>(s[2 * j], ka, qb[0], qb[1]);
-                mma_16816<Element>(s[2 * j + 1], ka, qb[2], qb[3]);
-                mma_16816<Element>(dp[2 * j], va, ob[0], ob[1]);
-                mma_16816<Element>(dp[2 * j + 1], va, ob[2], ob[3]);
-            }
-        }
-        // P and dS with the key side's operations (bwd_kv_elementwise; the n8 tiles past the warp's
-        // queries stay 0: no P in the column sums)
-        float pdp[kTileN / 4];
-#pragma unroll
-        for (int i = 0; i < kTileN / 4; ++i) pdp[i] = 0.f;
-        const float* lse = stat + q0;
-        auto elementwise = [&](auto cosine_tag, auto bm_tag, auto nw_tag) {
-            bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, decltype(nw_tag)::value, L::kPitch>(
-                s, dp, pdp, alpha * kLog2e, k_inv, 0, key0, N, stat + 2 * kRows + q0, bmt + q0 * L::kPitch, lse,
-                stat + kRows + q0, g, t4);
-        };
-        static_assert(kMaxNT <= 6, "2 or 3 sub-blocks per warp");
-        dispatch_flag_pair(cosine, has_bm, [&](auto c, auto m) {
-            if (n_w * 2 == kMaxNT) elementwise(c, m, std::integral_constant<int, kMaxNT>{});
-            else elementwise(c, m, std::integral_constant<int, kMaxNT - 2>{});
-        });
-        float* col = sCol + warp * 2 * 64;
-        stage_warp_column_sums(pdp, s, col, col + 64, 0);
-        // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q over the warp's queries
-        float dk[4][4], dv[4][4];
-        zero_acc(dk);
-        zero_acc(dv);
-#pragma unroll
-        for (int j = 0; j < L::kMaxSub; ++j) {
-            if (j >= n_w) break;
-            uint32_t pa[4], da[4];
-            pa[0] = Tr::pack(s[2 * j][0], s[2 * j][1]);
-            pa[1] = Tr::pack(s[2 * j][2], s[2 * j][3]);
-            pa[2] = Tr::pack(s[2 * j + 1][0], s[2 * j + 1][1]);
-            pa[3] = Tr::pack(s[2 * j + 1][2], s[2 * j + 1][3]);
-            da[0] = Tr::pack(dp[2 * j][0], dp[2 * j][1]);
-            da[1] = Tr::pack(dp[2 * j][2], dp[2 * j][3]);
-            da[2] = Tr::pack(dp[2 * j + 1][0], dp[2 * j + 1][1]);
-            da[3] = Tr::pack(dp[2 * j + 1][2], dp[2 * j + 1][3]);
-#pragma unroll
-            for (int dd = 0; dd < 2; ++dd) {
-                uint32_t ob[4], qb[4];
-                ldmatrix_x4_trans(sa + L::kOOff + sw64_offset(q0 + j * 16 + a_r, 2 * dd + a_j), ob[0], ob[1], ob[2], ob[3]);
-                ldmatrix_x4_trans(sa + L::kQOff + sw64_offset(q0 + j * 16 + a_r, 2 * dd + a_j), qb[0], qb[1], qb[2], qb[3]);
-                mma_16816<Element>(dv[2 * dd], pa, ob[0], ob[1]);
-                mma_16816<Element>(dv[2 * dd + 1], pa, ob[2], ob[3]);
-                mma_16816<Element>(dk[2 * dd], da, qb[0], qb[1]);
-                mma_16816<Element>(dk[2 * dd + 1], da, qb[2], qb[3]);
-            }
-        }
-        __syncwarp();
-        // this key block's part of D (BwdParams::dsum): the 16 keys are all this warp's
-        for (int i = lane; i < 16 * n_w; i += 32) {
-            const int row = q0 + i;
-            if (row < N)
-                reinterpret_cast<float2*>(p.dsum_partial)[jb * total_rows + row_base + row] = make_float2(col[i], col[64 + i]);
-        }
-        // the warps' dv, dk' added in warp order by warp 0, through this stage's q / dout tiles
-        __syncthreads();
-        float* comb = reinterpret_cast<float*>(smem + st * L::kStageBytes + L::kQOff);   // [warp 1..3][dv | dk][16][32 lanes]
-        if (warp > 0) {
-            float* c = comb + (warp - 1) * 2 * 16 * 32;
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    c[(i * 4 + e) * 32 + lane] = dv[i][e];
-                    c[(16 + i * 4 + e) * 32 + lane] = dk[i][e];
-                }
-        }
-        __syncthreads();
-        if (warp == 0) {
-            for (int w = 1; w < 4; ++w) {
-                const float* c = comb + (w - 1) * 2 * 16 * 32;
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        dv[i][e] += c[(i * 4 + e) * 32 + lane];
-                        dk[i][e] += c[(16 + i * 4 + e) * 32 + lane];
-                    }
-            }
-            // Epilogue, as the key side's: V1 dk = scale dk'; V2 dk = alpha/||k|| (dk' - k̂ <k̂, dk'>)
-            const Element* tK = reinterpret_cast<const Element*>(smem + st * L::kStageBytes + L::kKOff);
-            Element* dk_dst = static_cast<Element*>(p.dk.ptr) + b * p.dk.batch_stride + h * p.dk.head_stride;
-            Element* dv_dst = static_cast<Element*>(p.dv.ptr) + b * p.dv.batch_stride + h * p.dv.head_stride;
-            warp_store_grad_rows<32, true>(dk, cosine, tK, 0, k_inv, alpha, dk_dst, p.dk.row_stride, key0, N, d, lane);
-            warp_store_grad_rows<32, true>(dv, false, tK, 0, k_inv, 1.f, dv_dst, p.dv.row_stride, key0, N, d, lane);
-        }
-    }
-    pdl_launch_dependents();
-    // (every thread: this grid completes only after the key side's, for the dsum kernel after it)
-    pdl_wait();
-}
-
 // kTailQ < 64 (kWgmma without dropout; fwd_wgmma_tail_keys(N, Npad), picked by
 // launch_bwd_tiled_impl): the last query block is computed only over its first kTailQ queries
 // (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and dPᵀ at wgmma m64n{kTailQ},
@@ -516,10 +222,7 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     const int n_blocks = (N + kTileN - 1) / kTileN;
 
     int64_t bid = blockIdx.x;
-    // (the key blocks this grid covers: all, or all but the last one where
-    // window_attn_bwd_kv_tail_kernel takes it)
-    const int kb = p.kv_grid_key_blocks > 0 ? p.kv_grid_key_blocks : n_blocks;
-    const int jb = static_cast<int>(bid % kb); bid /= kb;
+    const int jb = static_cast<int>(bid % n_blocks); bid /= n_blocks;
     const int h = static_cast<int>(bid % p.H);
     const int64_t b = bid / p.H;
     const int key0 = jb * kTileN;
@@ -665,8 +368,51 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 #pragma unroll
             for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
             auto elementwise = [&](auto cosine_tag, auto bm_tag) {
-                bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, kNW, kKvBmPitch>(
-                    s, dp, pdp, alpha * kLog2e, k_inv, warp * 16, key0, N, qinv, bmt, lse, dsum, g, t4);
+                constexpr bool kCos = decltype(cosine_tag)::value;
+                constexpr bool kBm = decltype(bm_tag)::value;
+                const float al = alpha * kLog2e;
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int lkey = warp * 16 + g + 8 * r;
+                    const int key = key0 + lkey;
+                    const bool key_out = !kBm && key >= N;
+#pragma unroll
+                    for (int nt = 0; nt < kNW; ++nt) {
+                        const int c = nt * 8 + 2 * t4;   // query within the block
+                        // P is computed with exactly the operations of the query-side kernel, so that
+                        // both kernels see the same bits: the D summed here (sum P dP / sum P) must
+                        // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
+                        // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
+                        // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
+                        float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+                        const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+                        float f0 = al, f1 = al;
+                        if constexpr (kCos) {
+                            x0 *= k_inv[r];
+                            x1 *= k_inv[r];
+                            f0 = qf.x * al;
+                            f1 = qf.y * al;
+                        }
+                        if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
+                            x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
+                            x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
+                        } else {
+                            x0 *= f0;
+                            x1 *= f1;
+                            if (key_out) x0 = x1 = -INFINITY;
+                        }
+                        const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+                        const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+                        const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+                        s[nt][2 * r] = p0;
+                        s[nt][2 * r + 1] = p1;
+                        const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+                        pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+                        pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+                        dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
+                        dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
+                    }
+                }
             };
             dispatch_flag_pair(cosine, has_bm, elementwise);
 
@@ -1158,39 +904,16 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     }
     {
         const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
-        const int n_kb = (p.N + kTileN - 1) / kTileN;
+        const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
         auto run_kv = [&](auto tail_tag) -> cudaError_t {
-            constexpr int kTailQ = decltype(tail_tag)::value;
-            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, kTailQ>;
-            // the last key block on its own kernel where it holds at most 16 keys (N <= 192)
-            BwdParams pk = p;
-            const bool tail = kTailQ == 16 && bwd_kv_tail_kernel_on(p.N);
-            if (tail) pk.kv_grid_key_blocks = n_kb - 1;
-            const int64_t grid = int64_t(p.B) * p.H * (tail ? n_kb - 1 : n_kb);
+            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, decltype(tail_tag)::value>;
             int ctas = 0;
             cudaError_t e = prepare_kernel<kKernel>(smem, kNumThreads, &ctas);
             if (e != cudaSuccess) return e;
             cudaLaunchAttribute attr;
             const cudaLaunchConfig_t cfg =
                 launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
-            if ((e = cudaLaunchKernelEx(&cfg, kKernel, pk)) != cudaSuccess || !tail) return e;
-            if constexpr (kTailQ == 16) {
-                auto run_tail = [&](auto keys_tag) -> cudaError_t {
-                    using L = BwdKvTailLayout<decltype(keys_tag)::value>;
-                    constexpr auto kTail = window_attn_bwd_kv_tail_kernel<Element, decltype(keys_tag)::value>;
-                    int tail_ctas = 0;
-                    cudaError_t te = prepare_kernel<kTail>(L::kBytes, kNumThreads, &tail_ctas);
-                    if (te != cudaSuccess) return te;
-                    const int64_t items = int64_t(p.B) * p.H;
-                    const int64_t tail_grid = std::min<int64_t>(items, int64_t(num_sms()) * std::max(tail_ctas, 1));
-                    cudaLaunchAttribute tattr;
-                    const cudaLaunchConfig_t tcfg = launch_config(dim3(static_cast<unsigned>(tail_grid)), dim3(kNumThreads),
-                                                                  L::kBytes, stream, pdl_chain, tattr);
-                    return cudaLaunchKernelEx(&tcfg, kTail, p);
-                };
-                return p.Npad == 128 ? run_tail(std::integral_constant<int, 128>{}) : run_tail(std::integral_constant<int, 192>{});
-            }
-            return e;
+            return cudaLaunchKernelEx(&cfg, kKernel, p);
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout
