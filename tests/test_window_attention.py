@@ -544,13 +544,16 @@ def test_cuda_wgmma_forward_in_subprocess(groups):
     _check_problems_in_child(_WGMMA_FWD_CASES, 700, env, f"wgmma forward, groups {groups}")
 
 
-def _child_results_two_ways(tmp_path, code: str, switch: str, what: str):
+def _child_results_two_ways(tmp_path, code: str, switch: str, what: str, base_env=None):
     """Run child-process ``code`` (which saves a list of result dicts to OUT) by default and with
-    environment switch ``switch`` = "0"; returns both lists (default first)."""
+    environment switch ``switch`` = "0" (both with ``base_env``); returns both lists (default first)."""
     results = []
     for form in ("default", "0"):
         path = str(tmp_path / f"{switch}-{form}.pt")
-        run_in_child(f"OUT = {path!r}\n" + code, {} if form == "default" else {switch: "0"}, f"{what} {form}", timeout=600)
+        env = dict(base_env or {})
+        if form != "default":
+            env[switch] = "0"
+        run_in_child(f"OUT = {path!r}\n" + code, env, f"{what} {form}", timeout=600)
         results.append(torch.load(path))
     return results
 
@@ -573,7 +576,9 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     logits, P = 0, dS = 0). Every product column and every row sum is the
     same sum of the same terms in the same order either way, so out, the lse the backward reads,
     and every gradient must be bitwise equal between the two (and both pass the float64 check of
-    test_cuda_wgmma_forward_in_subprocess)."""
+    test_cuda_wgmma_forward_in_subprocess). (Both with the key side's last key block on the wgmma
+    path, FWA_WINDOW_KV_TAIL=0: its mma.sync form adds dv and dk in another order;
+    test_cuda_kv_tail_role_in_subprocess checks that form.)"""
     cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
     code = (
         "import flash_window_attn as fwa\n"
@@ -585,7 +590,8 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
         "torch.save(res, OUT)\n"
         "print('ok', len(res))\n"
     )
-    narrow, full = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_WGMMA_TAIL", "wgmma forward, last block tail")
+    narrow, full = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_WGMMA_TAIL", "wgmma forward, last block tail",
+                                           base_env={"FWA_WINDOW_KV_TAIL": "0"})
     assert len(narrow) == len(full) == len(cases) and all("dq" in r for r in narrow)
     _assert_results_bitwise_equal(narrow, full, cases)
 
@@ -678,6 +684,54 @@ def test_cuda_wgmma_forward_row_tail_in_subprocess(form):
            "full-last-key-block": {"FWA_WINDOW_WGMMA_TAIL": "0"}}[form]
     assert len(_ROW_TAIL_CASES) == 6
     _check_problems_in_child(_ROW_TAIL_CASES, 1100, env, f"wgmma forward row tail, {form}")
+
+
+# The shapes whose last key block holds at most 16 keys below Npad 256 (N in 65..80, 129..144): the
+# key side leaves that block to window_attn_bwd_kv_tail_kernel; plus shapes with more (window, head)
+# items than the H100's 2112 warps of that kernel (each warp walks several items; H = 5 and 7 do not
+# divide the warp count, so the warps' (window, head, mask window) cursors wrap).
+_KV_TAIL_CASES = _ROW_TAIL_CASES + [(96, 4, 144, 32, "float16", "v2", "shift", "normal"),
+                                    (64, 3, 72, 32, "bfloat16", "v2", "dead", "clustered"),
+                                    (1200, 1, 80, 32, "float16", "v2", "shift", "normal"),
+                                    (1024, 5, 144, 32, "bfloat16", "v2", "shift", "normal"),
+                                    (1536, 7, 80, 16, "float16", "v1", "shift", "normal")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("form", ["default", "wgmma-last-key-block", "no-pdl"])
+def test_cuda_kv_tail_role_in_subprocess(form):
+    """On sm_90a, where the last key block holds at most 16 keys below Npad 256, the backward's key
+    side leaves that block to a kernel of its own on mma.sync (bwd_tiled_kernels.cuh,
+    window_attn_bwd_kv_tail_kernel: dk, dv and the block's D partial) instead of a 64-key warpgroup
+    tile of which 48 rows are padding. Checked against float64 (every gradient) by default, with
+    that block on the warpgroup (FWA_WINDOW_KV_TAIL=0) and without programmatic dependent launches
+    (FWA_WINDOW_PDL=0)."""
+    env = {"default": {}, "wgmma-last-key-block": {"FWA_WINDOW_KV_TAIL": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"}}[form]
+    _check_problems_in_child(_KV_TAIL_CASES, 1500, env, f"key side tail role, {form}")
+
+
+@pytest.mark.cuda
+def test_cuda_kv_tail_role_matches_wgmma_block_in_subprocess(tmp_path):
+    """The key side's last key block on mma.sync (window_attn_bwd_kv_tail_kernel, FWA_WINDOW_KV_TAIL)
+    computes the same P and dS as the warpgroup tile it replaces (the same elementwise operations,
+    bwd_kv_elementwise), adds dk and dv over the queries 16 at a time in query order as the
+    warpgroup's k16 steps do, and sums its part of D over the 16 keys in pairs (g, g ^ 4), then
+    (g, g ^ 2), then (g, g ^ 1) of the lanes' row groups as column_sums_over_g does (where the
+    warpgroup tile's other warps add only zeros): every output and gradient is bitwise equal with
+    it on and off."""
+    code = (
+        "import flash_window_attn as fwa\n"
+        "from flash_window_attn.testing import run_ours\n"
+        "res = []\n"
+        + _child_problem_loop(_KV_TAIL_CASES, 1500) +
+        "    res.append({n: t.cpu() for n, t in run_ours(pr, fwa.window_attention).items() if t is not None})\n"
+        "torch.save(res, OUT)\n"
+        "print('ok', len(res))\n"
+    )
+    tail, wg = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_KV_TAIL", "key side tail role")
+    assert len(tail) == len(wg) == len(_KV_TAIL_CASES)
+    assert all({"out", "dq", "dk", "dv"} <= r.keys() for r in tail)
+    _assert_results_bitwise_equal(tail, wg, _KV_TAIL_CASES)
 
 
 @pytest.mark.cuda

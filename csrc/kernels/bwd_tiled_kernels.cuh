@@ -180,6 +180,341 @@ template <bool kWgmma> FWA_DEVICE unsigned char* bwd_smem_base(unsigned char* ra
     else return raw;
 }
 
+// The key side's elementwise work on an item's Sᵀ (s) and dPᵀ (dp), rows keys (this warp's 16:
+// lkey0 + g, lkey0 + g + 8 of the block starting at key0), columns queries (the first kNW n8 tiles):
+// Pᵀ into s, dSᵀ diag(1/||q||) into dp, and P dP summed over the thread's two keys into pdp, per
+// query column. qinv, lse, dsum: the queries' statistics; bmt: the staged bias+mask, [query][key]
+// with pitch kBmPitch. (window_attn_bwd_kv_kernel's items and window_attn_bwd_kv_tail_kernel's.)
+template <bool kCos, bool kBm, int kNW, int kBmPitch>
+FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM / 8][4], float (&pdp)[kTileM / 4],
+                                   float al, const float (&k_inv)[2], int lkey0, int key0, int N, const float* qinv,
+                                   const float* bmt, const float* lse, const float* dsum, int g, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int lkey = lkey0 + g + 8 * r;
+        const int key = key0 + lkey;
+        const bool key_out = !kBm && key >= N;
+#pragma unroll
+        for (int nt = 0; nt < kNW; ++nt) {
+            const int c = nt * 8 + 2 * t4;   // query within the block
+            // P is computed with exactly the operations of the query-side kernel, so that
+            // both kernels see the same bits: the D summed here (sum P dP / sum P) must
+            // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
+            // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
+            // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
+            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+            const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
+            float f0 = al, f1 = al;
+            if constexpr (kCos) {
+                x0 *= k_inv[r];
+                x1 *= k_inv[r];
+                f0 = qf.x * al;
+                f1 = qf.y * al;
+            }
+            if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
+                x0 = fmaf(x0, f0, bmt[c * kBmPitch + lkey]);
+                x1 = fmaf(x1, f1, bmt[(c + 1) * kBmPitch + lkey]);
+            } else {
+                x0 *= f0;
+                x1 *= f1;
+                if (key_out) x0 = x1 = -INFINITY;
+            }
+            const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
+            const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
+            const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
+            s[nt][2 * r] = p0;
+            s[nt][2 * r + 1] = p1;
+            const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
+            pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
+            pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
+            dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
+            dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The key side's last key block where it holds at most 16 keys and N <= 192 (N = 65..80 and
+// 129..144; bwd_kv_tail_kernel_on). The warpgroup kernel spent a 64-key m64 tile on it, 48 rows of
+// padding (session 35 run C: the key side 123 -> 88 us at (512, 4, 144) without that block). This
+// kernel takes the 16 keys on mma.sync m16n8k16, each warp on its own (window, head) items: per
+// 16-query unit of the item Sᵀ = k qᵀ and dPᵀ = v doutᵀ (16 x 16), P and dS with the key side's
+// operations (bwd_kv_elementwise), the unit's part of D (the column sums of P dP and of P over the
+// 16 keys), dv += Pᵀ dout and dk' += dSᵀ q in registers, and at the item's end dk and dv as the key
+// side writes them. The results are bitwise those of the warpgroup tile: the same P and dS, dv and
+// dk' summed over the queries 16 at a time in query order (its k16 steps), and the D sums reduced
+// over the lanes in the order of column_sums_over_g (the tile's other warps add zeros there).
+// A warp's copies run kTailStages - 1 units ahead (its own cp.async groups, a ring of unit slots:
+// q, dout rows, their statistics and bias+mask columns; per item k, v rows, inverse norms and logit
+// scale): no CTA barrier, no combine across warps, no division per unit (a copy cursor of per-lane
+// pointers). 16 warps per SM: at (512, 4, 144) about one item per warp.
+// (A code path of its own inside the warpgroup kernel was slower: its CTAs stalled on instruction
+// fetch, or ran one item each without overlap; so was a kernel whose 4 warps split an item's
+// queries, with three CTA barriers and a combine per item: session 35 runs D-H. Session 35 run I's
+// form of this kernel, 12 warps per SM, 64-bit divisions per unit and 24 shuffles for D, took 35.6
+// us at (512, 4, 144); this one 29.4, session 36 run C.)
+constexpr int kTailStages = 3;       // unit slots per warp
+constexpr int kTailBmPitch = 20;     // fp32 pitch of the bias+mask columns (conflict-free reads)
+struct BwdKvTailLayout {
+    // a unit slot: q and dout (16 rows of 64 bytes, swizzled), lse / D / q_inv (3 x 16 fp32), the
+    // bias+mask columns (16 x kTailBmPitch fp32)
+    static constexpr uint32_t kQ = 0, kO = 1024, kStat = 2048, kBm = kStat + 3 * 16 * 4;
+    static constexpr uint32_t kSlot = (kBm + 16 * kTailBmPitch * 4 + 127u) / 128u * 128u;
+    // the item's buffer: k and v (16 rows), k_inv (16 fp32), the logit scale. One per warp: the
+    // next item's copies land there kTailStages - 1 units before its first unit, after the
+    // current item's first unit moved what it needs into registers (n_sub >= kTailStages)
+    static constexpr uint32_t kK = 0, kV = 1024, kKinv = 2048, kLs = kKinv + 16 * 4;
+    static constexpr uint32_t kItem = (kLs + 4 + 127u) / 128u * 128u;
+    static constexpr uint32_t kWarp = kTailStages * kSlot + kItem;
+    static constexpr size_t kBytes = 128 /* alignment */ + 4 * size_t(kWarp);
+};
+
+inline bool bwd_kv_tail_kernel_on(int N) {
+    static const bool on = env_switch_on("FWA_WINDOW_KV_TAIL");
+    // (N > 64: an item has (N + 15) / 16 >= 5 >= kTailStages units, see BwdKvTailLayout::kItem)
+    return on && N > kTileN && N <= 192 && N - (N - 1) / kTileN * kTileN <= 16;
+}
+
+template <typename Element>
+__global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel(const BwdParams p) {
+    using L = BwdKvTailLayout;
+    using Tr = ElementTraits<Element>;
+    static_assert(kTailStages <= 5, "an item has at least 5 units");
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw);
+    const uint32_t base = (raw + 127u) & ~127u;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const uint32_t wbase = base + warp * L::kWarp;
+    unsigned char* const wsm = smem_raw + (wbase - raw);
+    const uint32_t ib = wbase + kTailStages * L::kSlot;
+    const unsigned char* const sib = wsm + kTailStages * L::kSlot;
+
+    const int N = p.N, d = p.d, H = p.H;
+    const int n_blocks = (N + kTileN - 1) / kTileN;
+    const int jb = n_blocks - 1, key0 = jb * kTileN;
+    const int n_sub = (N + 15) / 16;   // 16-query units per item
+    const int64_t n_items = int64_t(p.B) * H;
+    const int64_t total_rows = n_items * N;
+    const bool cosine = p.logit_scale != nullptr;
+    const bool has_bm = p.bm != nullptr;
+    // this warp's items: w0, w0 + n_warps, ...
+    const int64_t n_warps = int64_t(gridDim.x) * 4;
+    const int64_t w0 = int64_t(blockIdx.x) * 4 + warp;
+
+    // A lane's part of a 16-row tile copy (64-byte rows, swizzled): chunk j = lane % 4 of rows
+    // rl = lane / 4 and rl + 8; of the bias+mask columns, 16 bytes at column 4 j of the same rows.
+    const int rl = lane >> 2, lj = lane & 3;
+    const bool col_ok = lj * 8 < d;
+    const uint32_t t_off = sw64_offset(rl, lj);                        // row rl + 8: + 512
+    const uint32_t bm_off = L::kBm + uint32_t(rl * kTailBmPitch + lj * 4) * 4u;   // row rl + 8: + 8 pitches
+    // The copy cursor: the next unit to copy (item c_it = (c_b, c_h), sub-block c_sb, ring slot
+    // c_slot) and the lane's source pointers for it, advanced one unit per issue with no division
+    // (n_warps = qn H + rn: the next item of a warp is c_b + qn (+ 1), c_h + rn (- H)).
+    const int64_t qn = n_warps / H;
+    const int rn = static_cast<int>(n_warps - qn * H);
+    const int qnw = static_cast<int>(qn % p.nW);
+    int64_t c_it = w0, c_b = w0 / H;
+    int c_h = static_cast<int>(w0 - c_b * H), c_bw = static_cast<int>(c_b % p.nW);
+    int c_sb = 0, c_slot = 0;
+    const Element *qsrc = nullptr, *osrc = nullptr;   // row rl of the unit, chunk lj
+    const float* bsrc = nullptr;                       // bias+mask row rl of the unit, column key0 + 4 lj
+    int64_t c_stat = 0;                                // the unit's row 0 in the (B, H, N) statistics
+    auto c_item = [&]() {   // the cursor's item: its k, v rows, key inverse norms, logit scale
+        qsrc = static_cast<const Element*>(p.q.ptr) + c_b * p.q.batch_stride + c_h * p.q.head_stride +
+               rl * p.q.row_stride + lj * 8;
+        osrc = static_cast<const Element*>(p.dout.ptr) + c_b * p.dout.batch_stride + c_h * p.dout.head_stride +
+               rl * p.dout.row_stride + lj * 8;
+        if (has_bm) bsrc = p.bm + c_bw * p.bm_win_stride + c_h * p.bm_head_stride + rl * p.Npad + key0 + lj * 4;
+        c_stat = c_it * N;
+        const Element* ks = static_cast<const Element*>(p.k.ptr) + c_b * p.k.batch_stride + c_h * p.k.head_stride;
+        const Element* vs = static_cast<const Element*>(p.v.ptr) + c_b * p.v.batch_stride + c_h * p.v.head_stride;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int row = key0 + rl + 8 * i;
+            const bool ok = col_ok && row < N;
+            cp_async_16(ib + L::kK + t_off + 512u * i, ok ? ks + int64_t(row) * p.k.row_stride + lj * 8 : ks, ok ? 16 : 0);
+            cp_async_16(ib + L::kV + t_off + 512u * i, ok ? vs + int64_t(row) * p.v.row_stride + lj * 8 : vs, ok ? 16 : 0);
+        }
+        if (cosine && lane < 16) {
+            const int key = key0 + lane;
+            cp_async_4(ib + L::kKinv + lane * 4, p.k_inv_norm + c_stat + (key < N ? key : 0), key < N ? 4 : 0);
+        }
+        if (cosine && lane == 16) cp_async_4(ib + L::kLs, p.logit_scale + c_h, 4);
+    };
+    auto issue = [&]() {
+        if (c_it < n_items) {
+            if (c_sb == 0) c_item();
+            const uint32_t slot = wbase + uint32_t(c_slot) * L::kSlot;
+            const int row = c_sb * 16 + rl;
+            const bool ok0 = col_ok && row < N, ok1 = col_ok && row + 8 < N;
+            const Element* q0 = static_cast<const Element*>(p.q.ptr);
+            const Element* o0 = static_cast<const Element*>(p.dout.ptr);
+            cp_async_16(slot + L::kQ + t_off, ok0 ? qsrc : q0, ok0 ? 16 : 0);
+            cp_async_16(slot + L::kQ + t_off + 512u, ok1 ? qsrc + 8 * p.q.row_stride : q0, ok1 ? 16 : 0);
+            cp_async_16(slot + L::kO + t_off, ok0 ? osrc : o0, ok0 ? 16 : 0);
+            cp_async_16(slot + L::kO + t_off + 512u, ok1 ? osrc + 8 * p.dout.row_stride : o0, ok1 ? 16 : 0);
+            if (lane < 16) {
+                const int srow = c_sb * 16 + lane;
+                const int ok = srow < N ? 4 : 0;
+                const int64_t src = srow < N ? c_stat + srow : 0;
+                cp_async_4(slot + L::kStat + lane * 4, p.lse + src, ok);
+                cp_async_4(slot + L::kStat + 64 + lane * 4, p.dsum + src, ok);
+                if (cosine) cp_async_4(slot + L::kStat + 128 + lane * 4, p.q_inv_norm + src, ok);
+            }
+            if (has_bm) {   // (rows < 16 * n_sub <= Npad)
+                cp_async_16(slot + bm_off, bsrc, 16);
+                cp_async_16(slot + bm_off + 8u * kTailBmPitch * 4u, bsrc + 8 * p.Npad, 16);
+                bsrc += 16 * p.Npad;
+            }
+            qsrc += 16 * p.q.row_stride;
+            osrc += 16 * p.dout.row_stride;
+            if (++c_sb == n_sub) {   // the warp's next item
+                c_sb = 0;
+                c_it += n_warps;
+                c_b += qn;
+                c_h += rn;
+                c_bw += qnw;
+                if (c_h >= H) {
+                    c_h -= H;
+                    ++c_b;
+                    ++c_bw;
+                }
+                if (c_bw >= p.nW) c_bw -= p.nW;
+            }
+            c_slot = c_slot + 1 == kTailStages ? 0 : c_slot + 1;
+        }
+        cp_async_commit();   // (empty past the last unit: the wait below counts groups)
+    };
+
+    // Launched as the key side's programmatic dependent: its inputs are the preprocess's, complete
+    // before any key-side CTA let it launch; it waits for the key side only before it exits.
+#pragma unroll
+    for (int u = 0; u < kTailStages - 1; ++u) issue();
+    // ldmatrix rows: A (k, v rows) and the transposed B (q, dout rows): matrices (rows 0-7 | 8-15) x
+    // (chunk 0 | 1); B (q, dout rows as n): (rows 0-7, chunk 0 | 1), then rows 8-15
+    const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
+    const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
+    // the D partial's reduce-scatter: this lane's row pair m = 2 (lane bit 4) + (lane bit 3)
+    const bool hi16 = (lane & 16) != 0, hi8 = (lane & 8) != 0;
+    const int m_row = (hi16 ? 8 : 0) + (hi8 ? 1 : 0) + 2 * t4;   // query within the unit
+    int slot_i = 0;
+    int64_t b = w0 / H;   // this item's (b, h), advanced as the copy cursor's
+    int h = static_cast<int>(w0 - b * H);
+    for (int64_t it = w0; it < n_items; it += n_warps) {
+        uint32_t ka[2][4], va[2][4];
+        float k_inv[2] = {1.f, 1.f}, alpha = p.scale;
+        float dk[4][4], dv[4][4];
+        zero_acc(dk);
+        zero_acc(dv);
+        float2* const dpart = reinterpret_cast<float2*>(p.dsum_partial) + jb * total_rows + it * N;
+        for (int sb = 0; sb < n_sub; ++sb) {
+            issue();
+            cp_async_wait<kTailStages - 1>();
+            __syncwarp();
+            const uint32_t slot = wbase + uint32_t(slot_i) * L::kSlot;
+            const unsigned char* sslot = wsm + uint32_t(slot_i) * L::kSlot;
+            slot_i = slot_i + 1 == kTailStages ? 0 : slot_i + 1;
+            if (sb == 0) {   // (the item buffer is refilled only after this: see BwdKvTailLayout)
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks) {
+                    ldmatrix_x4(ib + L::kK + sw64_offset(a_r, 2 * ks + a_j), ka[ks][0], ka[ks][1], ka[ks][2], ka[ks][3]);
+                    ldmatrix_x4(ib + L::kV + sw64_offset(a_r, 2 * ks + a_j), va[ks][0], va[ks][1], va[ks][2], va[ks][3]);
+                }
+                if (cosine) {
+                    const float* kin = reinterpret_cast<const float*>(sib + L::kKinv);
+                    k_inv[0] = key0 + g < N ? kin[g] : 1.f;
+                    k_inv[1] = key0 + g + 8 < N ? kin[g + 8] : 1.f;
+                    alpha = logit_scale_alpha(reinterpret_cast<const float*>(sib + L::kLs), 0);
+                }
+            }
+            // Sᵀ, dPᵀ: 16 keys x the unit's 16 queries (n8 tiles 0, 1)
+            float s[kTileN / 8][4], dp[kTileN / 8][4];
+            zero_acc(s);
+            zero_acc(dp);
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+                uint32_t qb[4], ob[4];
+                ldmatrix_x4(slot + L::kQ + sw64_offset(b_r, 2 * ks + b_j), qb[0], qb[1], qb[2], qb[3]);
+                ldmatrix_x4(slot + L::kO + sw64_offset(b_r, 2 * ks + b_j), ob[0], ob[1], ob[2], ob[3]);
+                mma_16816<Element>(s[0], ka[ks], qb[0], qb[1]);
+                mma_16816<Element>(s[1], ka[ks], qb[2], qb[3]);
+                mma_16816<Element>(dp[0], va[ks], ob[0], ob[1]);
+                mma_16816<Element>(dp[1], va[ks], ob[2], ob[3]);
+            }
+            const float* stat = reinterpret_cast<const float*>(sslot + L::kStat);
+            const float* bmt = reinterpret_cast<const float*>(sslot + L::kBm);
+            float pdp[kTileN / 4];
+#pragma unroll
+            for (int i = 0; i < kTileN / 4; ++i) pdp[i] = 0.f;
+            dispatch_flag_pair(cosine, has_bm, [&](auto cosine_tag, auto bm_tag) {
+                bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, 2, kTailBmPitch>(
+                    s, dp, pdp, alpha * kLog2e, k_inv, 0, key0, N, stat + 32, bmt, stat, stat + 16, g, t4);
+            });
+            // The unit's part of D: per query column, the sums over the 16 keys of P dP (the lane's two
+            // keys already in pdp) and of P; a reduce-scatter over the lanes' g (xor 16, 8), then the
+            // last step (xor 4) on both halves: lane pair m ends with query m_row's two sums.
+            float cs[8];
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {   // query nt * 8 + 2 t4 + e, m = 2 nt + e
+                cs[2 * m] = pdp[m];
+                cs[2 * m + 1] = s[m >> 1][m & 1] + s[m >> 1][2 + (m & 1)];
+            }
+            float c4[4], c2[2];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float send = hi16 ? cs[i] : cs[4 + i];
+                c4[i] = (hi16 ? cs[4 + i] : cs[i]) + __shfl_xor_sync(0xffffffffu, send, 16);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const float send = hi8 ? c4[i] : c4[2 + i];
+                c2[i] = (hi8 ? c4[2 + i] : c4[i]) + __shfl_xor_sync(0xffffffffu, send, 8);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i) c2[i] += __shfl_xor_sync(0xffffffffu, c2[i], 4);
+            if ((lane & 4) == 0 && sb * 16 + m_row < N) dpart[sb * 16 + m_row] = make_float2(c2[0], c2[1]);
+            // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q (the unit's 16 queries: one k16 step)
+            uint32_t pa[4], da[4];
+            pa[0] = Tr::pack(s[0][0], s[0][1]);
+            pa[1] = Tr::pack(s[0][2], s[0][3]);
+            pa[2] = Tr::pack(s[1][0], s[1][1]);
+            pa[3] = Tr::pack(s[1][2], s[1][3]);
+            da[0] = Tr::pack(dp[0][0], dp[0][1]);
+            da[1] = Tr::pack(dp[0][2], dp[0][3]);
+            da[2] = Tr::pack(dp[1][0], dp[1][1]);
+            da[3] = Tr::pack(dp[1][2], dp[1][3]);
+#pragma unroll
+            for (int dd = 0; dd < 2; ++dd) {
+                uint32_t ob[4], qb[4];
+                ldmatrix_x4_trans(slot + L::kO + sw64_offset(a_r, 2 * dd + a_j), ob[0], ob[1], ob[2], ob[3]);
+                ldmatrix_x4_trans(slot + L::kQ + sw64_offset(a_r, 2 * dd + a_j), qb[0], qb[1], qb[2], qb[3]);
+                mma_16816<Element>(dv[2 * dd], pa, ob[0], ob[1]);
+                mma_16816<Element>(dv[2 * dd + 1], pa, ob[2], ob[3]);
+                mma_16816<Element>(dk[2 * dd], da, qb[0], qb[1]);
+                mma_16816<Element>(dk[2 * dd + 1], da, qb[2], qb[3]);
+            }
+            __syncwarp();   // (the slot is refilled by a later unit's issue)
+        }
+        // Epilogue, as the key side's: V1 dk = scale dk'; V2 dk = alpha/||k|| (dk' - k̂ <k̂, dk'>),
+        // with the k rows from the A fragments (pair (r, i): row g + 8 r, columns i * 8 + 2 t4)
+        Element* dk_dst = static_cast<Element*>(p.dk.ptr) + b * p.dk.batch_stride + h * p.dk.head_stride;
+        Element* dv_dst = static_cast<Element*>(p.dv.ptr) + b * p.dv.batch_stride + h * p.dv.head_stride;
+        auto k_pair = [&](int r, int i) { return ka[i >> 1][2 * (i & 1) + r]; };
+        warp_store_grad_rows_x<32, Element>(dk, cosine, k_pair, k_inv, alpha, dk_dst, p.dk.row_stride, key0, N, d, lane);
+        warp_store_grad_rows_x<32, Element>(dv, false, k_pair, k_inv, 1.f, dv_dst, p.dv.row_stride, key0, N, d, lane);
+        b += qn;
+        h += rn;
+        if (h >= H) {
+            h -= H;
+            ++b;
+        }
+    }
+    cp_async_wait<0>();
+    pdl_launch_dependents();
+    // (every thread: this grid completes only after the key side's, for the dsum kernel after it)
+    pdl_wait();
+}
+
 // kTailQ < 64 (kWgmma without dropout; fwd_wgmma_tail_keys(N, Npad), picked by
 // launch_bwd_tiled_impl): the last query block is computed only over its first kTailQ queries
 // (those N leaves in it rounded up to 16; N = 144: 16 of 64): Sᵀ and dPᵀ at wgmma m64n{kTailQ},
@@ -222,7 +557,10 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     const int n_blocks = (N + kTileN - 1) / kTileN;
 
     int64_t bid = blockIdx.x;
-    const int jb = static_cast<int>(bid % n_blocks); bid /= n_blocks;
+    // (the key blocks this grid covers: all, or all but the last one where
+    // window_attn_bwd_kv_tail_kernel takes it)
+    const int kb = p.kv_grid_key_blocks > 0 ? p.kv_grid_key_blocks : n_blocks;
+    const int jb = static_cast<int>(bid % kb); bid /= kb;
     const int h = static_cast<int>(bid % p.H);
     const int64_t b = bid / p.H;
     const int key0 = jb * kTileN;
@@ -368,51 +706,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 #pragma unroll
             for (int i = 0; i < 2 * kNT; ++i) pdp[i] = 0.f;
             auto elementwise = [&](auto cosine_tag, auto bm_tag) {
-                constexpr bool kCos = decltype(cosine_tag)::value;
-                constexpr bool kBm = decltype(bm_tag)::value;
-                const float al = alpha * kLog2e;
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const int lkey = warp * 16 + g + 8 * r;
-                    const int key = key0 + lkey;
-                    const bool key_out = !kBm && key >= N;
-#pragma unroll
-                    for (int nt = 0; nt < kNW; ++nt) {
-                        const int c = nt * 8 + 2 * t4;   // query within the block
-                        // P is computed with exactly the operations of the query-side kernel, so that
-                        // both kernels see the same bits: the D summed here (sum P dP / sum P) must
-                        // make sum_j dS_ij vanish there to within fp32 summation order (a per-row
-                        // mismatch enters dq_i = sum_j dS_ij k_j times the mean of the keys).
-                        // V2: the logit (s / ||k_j||) (alpha log2(e) / ||q_i||), see the top of this file
-                        float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
-                        const float2 qf = kCos ? *reinterpret_cast<const float2*>(qinv + c) : make_float2(1.f, 1.f);
-                        float f0 = al, f1 = al;
-                        if constexpr (kCos) {
-                            x0 *= k_inv[r];
-                            x1 *= k_inv[r];
-                            f0 = qf.x * al;
-                            f1 = qf.y * al;
-                        }
-                        if constexpr (kBm) {   // explicit FMA: the same rounding in both kernels
-                            x0 = fmaf(x0, f0, bmt[c * kKvBmPitch + lkey]);
-                            x1 = fmaf(x1, f1, bmt[(c + 1) * kKvBmPitch + lkey]);
-                        } else {
-                            x0 *= f0;
-                            x1 *= f1;
-                            if (key_out) x0 = x1 = -INFINITY;
-                        }
-                        const float2 l2 = *reinterpret_cast<const float2*>(lse + c);
-                        const float p0 = fast_exp2(fmaf(-l2.x, kLog2e, x0));
-                        const float p1 = fast_exp2(fmaf(-l2.y, kLog2e, x1));
-                        s[nt][2 * r] = p0;
-                        s[nt][2 * r + 1] = p1;
-                        const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-                        pdp[2 * nt] = fmaf(p0, dp[nt][2 * r], pdp[2 * nt]);
-                        pdp[2 * nt + 1] = fmaf(p1, dp[nt][2 * r + 1], pdp[2 * nt + 1]);
-                        dp[nt][2 * r] = p0 * (dp[nt][2 * r] - ds.x) * qf.x;
-                        dp[nt][2 * r + 1] = p1 * (dp[nt][2 * r + 1] - ds.y) * qf.y;
-                    }
-                }
+                bwd_kv_elementwise<decltype(cosine_tag)::value, decltype(bm_tag)::value, kNW, kKvBmPitch>(
+                    s, dp, pdp, alpha * kLog2e, k_inv, warp * 16, key0, N, qinv, bmt, lse, dsum, g, t4);
             };
             dispatch_flag_pair(cosine, has_bm, elementwise);
 
@@ -904,16 +1199,35 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     }
     {
         const size_t smem = BwdKvSmem<kHeadDim, kWgmma>::bytes(p.bm != nullptr);
-        const int64_t grid = int64_t(p.B) * p.H * ((p.N + kTileN - 1) / kTileN);
+        const int n_kb = (p.N + kTileN - 1) / kTileN;
         auto run_kv = [&](auto tail_tag) -> cudaError_t {
-            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, decltype(tail_tag)::value>;
+            constexpr int kTailQ = decltype(tail_tag)::value;
+            constexpr auto kKernel = window_attn_bwd_kv_kernel<Element, kHeadDim, kDropout, kWgmma, kTailQ>;
+            // the last key block on its own kernel where it holds at most 16 keys (N <= 192)
+            BwdParams pk = p;
+            const bool tail = kTailQ == 16 && bwd_kv_tail_kernel_on(p.N);
+            if (tail) pk.kv_grid_key_blocks = n_kb - 1;
+            const int64_t grid = int64_t(p.B) * p.H * (tail ? n_kb - 1 : n_kb);
             int ctas = 0;
             cudaError_t e = prepare_kernel<kKernel>(smem, kNumThreads, &ctas);
             if (e != cudaSuccess) return e;
             cudaLaunchAttribute attr;
             const cudaLaunchConfig_t cfg =
                 launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
-            return cudaLaunchKernelEx(&cfg, kKernel, p);
+            if ((e = cudaLaunchKernelEx(&cfg, kKernel, pk)) != cudaSuccess || !tail) return e;
+            if constexpr (kTailQ == 16) {
+                // one warp per (window, head) item at a time: about one item per warp of the device
+                constexpr auto kTail = window_attn_bwd_kv_tail_kernel<Element>;
+                int tail_ctas = 0;
+                if ((e = prepare_kernel<kTail>(BwdKvTailLayout::kBytes, kNumThreads, &tail_ctas)) != cudaSuccess) return e;
+                const int64_t items = int64_t(p.B) * p.H;
+                const int64_t tail_grid = std::min<int64_t>((items + 3) / 4, int64_t(num_sms()) * std::max(tail_ctas, 1));
+                cudaLaunchAttribute tattr;
+                const cudaLaunchConfig_t tcfg = launch_config(dim3(static_cast<unsigned>(tail_grid)), dim3(kNumThreads),
+                                                              BwdKvTailLayout::kBytes, stream, pdl_chain, tattr);
+                return cudaLaunchKernelEx(&tcfg, kTail, p);
+            }
+            return e;
         };
         // the last query block as wide as the queries N leaves in it (rounded up to 16;
         // fwd_wgmma_tail_keys: 64 where FWA_WINDOW_WGMMA_TAIL=0), wgmma products without dropout

@@ -129,6 +129,9 @@ struct BwdParams : FwdParams {
     // with its windows' parts, [n_key_ranges][its windows][H][N][d] (range stride below).
     float* dq_partial = nullptr;
     int chunk_offset = 0;                  // the launch's first chunk
+    // The key blocks per (window, head) the key side's grid covers (0: all; the last one left to
+    // window_attn_bwd_kv_tail_kernel where it holds at most 16 keys: set by the launcher)
+    int kv_grid_key_blocks = 0;
     int64_t dq_partial_range_stride = 0;   // elements
 };
 
