@@ -5,6 +5,9 @@
 //  2. key side, one CTA per (window, head, 64-key block): loops over the query blocks and
 //     accumulates dv = Pᵀ dout and dk = f'(dSᵀ q) in registers. It computes Sᵀ = k qᵀ directly,
 //     so Pᵀ and dSᵀ are already in the A-operand layout of the next products (no smem round trip).
+//     On wgmma, where the last key block holds at most 16 keys and N <= 192 (N = 65..80, 129..144),
+//     that block is left to window_attn_bwd_kv_tail_kernel (mma.sync, a warp per (window, head)),
+//     bitwise the same results.
 //  3. query side, one CTA per (64-query block, head, bm window, chunk of windows sharing it):
 //     loops over windows and key blocks, accumulates dq = f'(dS k) per window, and dbias for its
 //     rows over the whole chunk in a per-thread accumulator (a shared-memory strip where it fits
