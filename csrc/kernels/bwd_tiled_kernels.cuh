@@ -403,13 +403,13 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
     int slot_i = 0;
     int64_t b = w0 / H;   // this item's (b, h), advanced as the copy cursor's
     int h = static_cast<int>(w0 - b * H);
-    for (int64_t it = w0; it < n_items; it += n_warps) {
+    for (; b < p.B; ) {   // this warp's items it = b H + h: w0, w0 + n_warps, ...
         uint32_t ka[2][4], va[2][4];
         float k_inv[2] = {1.f, 1.f}, alpha = p.scale;
         float dk[4][4], dv[4][4];
         zero_acc(dk);
         zero_acc(dv);
-        float2* const dpart = reinterpret_cast<float2*>(p.dsum_partial) + jb * total_rows + it * N;
+        float2* const dpart = reinterpret_cast<float2*>(p.dsum_partial) + jb * total_rows + (b * H + h) * N;
         for (int sb = 0; sb < n_sub; ++sb) {
             issue();
             cp_async_wait<kTailStages - 1>();
@@ -503,8 +503,9 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
         Element* dk_dst = static_cast<Element*>(p.dk.ptr) + b * p.dk.batch_stride + h * p.dk.head_stride;
         Element* dv_dst = static_cast<Element*>(p.dv.ptr) + b * p.dv.batch_stride + h * p.dv.head_stride;
         auto k_pair = [&](int r, int i) { return ka[i >> 1][2 * (i & 1) + r]; };
-        warp_store_grad_rows_x<32, Element>(dk, cosine, k_pair, k_inv, alpha, dk_dst, p.dk.row_stride, key0, N, d, lane);
+        // (dv first: its accumulators are free during dk's projection)
         warp_store_grad_rows_x<32, Element>(dv, false, k_pair, k_inv, 1.f, dv_dst, p.dv.row_stride, key0, N, d, lane);
+        warp_store_grad_rows_x<32, Element>(dk, cosine, k_pair, k_inv, alpha, dk_dst, p.dk.row_stride, key0, N, d, lane);
         b += qn;
         h += rn;
         if (h >= H) {
