@@ -255,7 +255,7 @@ FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM
 // fetch, or ran one item each without overlap; so was a kernel whose 4 warps split an item's
 // queries, with three CTA barriers and a combine per item: session 35 runs D-H. Session 35 run I's
 // form of this kernel, 12 warps per SM, 64-bit divisions per unit and 24 shuffles for D, took 35.6
-// us at (512, 4, 144); this one 29.4, session 36 run C.)
+// us at (512, 4, 144); this one 28.2, session 36 run J.)
 constexpr int kTailStages = 3;       // unit slots per warp
 constexpr int kTailBmPitch = 20;     // fp32 pitch of the bias+mask columns (conflict-free reads)
 struct BwdKvTailLayout {
