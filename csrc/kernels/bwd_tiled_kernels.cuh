@@ -255,7 +255,7 @@ FWA_DEVICE void bwd_kv_elementwise(float (&s)[kTileM / 8][4], float (&dp)[kTileM
 // fetch, or ran one item each without overlap; so was a kernel whose 4 warps split an item's
 // queries, with three CTA barriers and a combine per item: session 35 runs D-H. Session 35 run I's
 // form of this kernel, 12 warps per SM, 64-bit divisions per unit and 24 shuffles for D, took 35.6
-// us at (512, 4, 144); this one 28.2, session 36 run J.)
+// us at (512, 4, 144); this one 27.9, session 36 run K.)
 constexpr int kTailStages = 3;       // unit slots per warp
 constexpr int kTailBmPitch = 20;     // fp32 pitch of the bias+mask columns (conflict-free reads)
 struct BwdKvTailLayout {
@@ -296,8 +296,7 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
     const int n_blocks = (N + kTileN - 1) / kTileN;
     const int jb = n_blocks - 1, key0 = jb * kTileN;
     const int n_sub = (N + 15) / 16;   // 16-query units per item
-    const int64_t n_items = int64_t(p.B) * H;
-    const int64_t total_rows = n_items * N;
+    const int64_t total_rows = int64_t(p.B) * H * N;
     const bool cosine = p.logit_scale != nullptr;
     const bool has_bm = p.bm != nullptr;
     // this warp's items: w0, w0 + n_warps, ...
@@ -310,13 +309,13 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
     const bool col_ok = lj * 8 < d;
     const uint32_t t_off = sw64_offset(rl, lj);                        // row rl + 8: + 512
     const uint32_t bm_off = L::kBm + uint32_t(rl * kTailBmPitch + lj * 4) * 4u;   // row rl + 8: + 8 pitches
-    // The copy cursor: the next unit to copy (item c_it = (c_b, c_h), sub-block c_sb, ring slot
+    // The copy cursor: the next unit to copy (item c_b H + c_h, sub-block c_sb, ring slot
     // c_slot) and the lane's source pointers for it, advanced one unit per issue with no division
     // (n_warps = qn H + rn: the next item of a warp is c_b + qn (+ 1), c_h + rn (- H)).
     const int64_t qn = n_warps / H;
     const int rn = static_cast<int>(n_warps - qn * H);
     const int qnw = static_cast<int>(qn % p.nW);
-    int64_t c_it = w0, c_b = w0 / H;
+    int64_t c_b = w0 / H;
     int c_h = static_cast<int>(w0 - c_b * H), c_bw = static_cast<int>(c_b % p.nW);
     int c_sb = 0, c_slot = 0;
     const Element *qsrc = nullptr, *osrc = nullptr;   // row rl of the unit, chunk lj
@@ -328,7 +327,7 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
         osrc = static_cast<const Element*>(p.dout.ptr) + c_b * p.dout.batch_stride + c_h * p.dout.head_stride +
                rl * p.dout.row_stride + lj * 8;
         if (has_bm) bsrc = p.bm + c_bw * p.bm_win_stride + c_h * p.bm_head_stride + rl * p.Npad + key0 + lj * 4;
-        c_stat = c_it * N;
+        c_stat = (c_b * H + c_h) * N;
         const Element* ks = static_cast<const Element*>(p.k.ptr) + c_b * p.k.batch_stride + c_h * p.k.head_stride;
         const Element* vs = static_cast<const Element*>(p.v.ptr) + c_b * p.v.batch_stride + c_h * p.v.head_stride;
 #pragma unroll
@@ -345,7 +344,7 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
         if (cosine && lane == 16) cp_async_4(ib + L::kLs, p.logit_scale + c_h, 4);
     };
     auto issue = [&]() {
-        if (c_it < n_items) {
+        if (c_b < p.B) {
             if (c_sb == 0) c_item();
             const uint32_t slot = wbase + uint32_t(c_slot) * L::kSlot;
             const int row = c_sb * 16 + rl;
@@ -373,7 +372,6 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
             osrc += 16 * p.dout.row_stride;
             if (++c_sb == n_sub) {   // the warp's next item
                 c_sb = 0;
-                c_it += n_warps;
                 c_b += qn;
                 c_h += rn;
                 c_bw += qnw;
@@ -397,9 +395,8 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
     // (chunk 0 | 1); B (q, dout rows as n): (rows 0-7, chunk 0 | 1), then rows 8-15
     const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
     const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-    // the D partial's reduce-scatter: this lane's row pair m = 2 (lane bit 4) + (lane bit 3)
-    const bool hi16 = (lane & 16) != 0, hi8 = (lane & 8) != 0;
-    const int m_row = (hi16 ? 8 : 0) + (hi8 ? 1 : 0) + 2 * t4;   // query within the unit
+    // the query within the unit whose D sums this lane writes: m = 2 (lane bit 4) + (lane bit 3)
+    const int m_row = ((lane >> 4) & 1) * 8 + ((lane >> 3) & 1) + 2 * t4;
     int slot_i = 0;
     int64_t b = w0 / H;   // this item's (b, h), advanced as the copy cursor's
     int h = static_cast<int>(w0 - b * H);
@@ -454,28 +451,19 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
                     s, dp, pdp, alpha * kLog2e, k_inv, 0, key0, N, stat + 32, bmt, stat, stat + 16, g, t4);
             });
             // The unit's part of D: per query column, the sums over the 16 keys of P dP (the lane's two
-            // keys already in pdp) and of P; a reduce-scatter over the lanes' g (xor 16, 8), then the
-            // last step (xor 4) on both halves: lane pair m ends with query m_row's two sums.
+            // keys already in pdp) and of P, reduced over the lanes' g by column_sums_step in the order
+            // of column_sums_over_g: value 2 m + k (query m_row; k = 0: P dP, 1: P) ends in the lane
+            // with bits (4, 3) = m and bit 2 = k, which writes that half of the row's float2.
             float cs[8];
 #pragma unroll
             for (int m = 0; m < 4; ++m) {   // query nt * 8 + 2 t4 + e, m = 2 nt + e
                 cs[2 * m] = pdp[m];
                 cs[2 * m + 1] = s[m >> 1][m & 1] + s[m >> 1][2 + (m & 1)];
             }
-            float c4[4], c2[2];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float send = hi16 ? cs[i] : cs[4 + i];
-                c4[i] = (hi16 ? cs[4 + i] : cs[i]) + __shfl_xor_sync(0xffffffffu, send, 16);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const float send = hi8 ? c4[i] : c4[2 + i];
-                c2[i] = (hi8 ? c4[2 + i] : c4[i]) + __shfl_xor_sync(0xffffffffu, send, 8);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; ++i) c2[i] += __shfl_xor_sync(0xffffffffu, c2[i], 4);
-            if ((lane & 4) == 0 && sb * 16 + m_row < N) dpart[sb * 16 + m_row] = make_float2(c2[0], c2[1]);
+            column_sums_step<4, 16>(cs, lane);
+            column_sums_step<2, 8>(cs, lane);
+            column_sums_step<1, 4>(cs, lane);
+            if (sb * 16 + m_row < N) reinterpret_cast<float*>(dpart + sb * 16 + m_row)[(lane >> 2) & 1] = cs[0];
             // dv += Pᵀ dout, dk' += (dS diag(1/||q||))ᵀ q (the unit's 16 queries: one k16 step)
             uint32_t pa[4], da[4];
             pa[0] = Tr::pack(s[0][0], s[0][1]);

@@ -9,8 +9,9 @@ namespace fwa {
 // (t4 = lane & 3). A reduce-scatter over the 8 lanes g = lane >> 2 sharing t4 (14 shuffles instead
 // of 48): lane (g, t4) returns the sums of columns g * 8 + 2 * t4 + {0, 1} in `out`. The order of
 // the additions is fixed, so the result is bitwise reproducible. v is clobbered.
-template <int kHalf, int kMask>
-FWA_DEVICE void column_sums_step(float (&v)[16], int lane) {
+template <int kHalf, int kMask, int kN>
+FWA_DEVICE void column_sums_step(float (&v)[kN], int lane) {
+    static_assert(2 * kHalf <= kN, "the live values fit the array");
     // Lanes with this bit of g set keep the upper half of the live values, the others the lower
     // half; each sends the half it gives away to its partner.
     const bool upper = (lane & kMask) != 0;
