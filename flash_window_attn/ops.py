@@ -39,7 +39,14 @@ def _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale):
     # out is laid out as (B_, N, H, d): strides (N*H*d, d, H*d, 1).
     out = q.new_empty((B_, N, H, d)).transpose(1, 2)
     lse = q.new_empty((B_, H, N), dtype=torch.float32)
-    return out, lse
+    return out, lse, _qk_inv_norm_like(q, B_, H, N, logit_scale)
+
+
+def _qk_inv_norm_like(q: Tensor, B_, H, N, logit_scale: Optional[Tensor]) -> Tensor:
+    # the forwards' last result: V2's inverse norms of q's and k's rows, (2, B_, H, N) fp32; V1 empty
+    if logit_scale is None:
+        return q.new_empty((0,), dtype=torch.float32)
+    return q.new_empty((2, B_, H, N), dtype=torch.float32)
 
 
 def _grad_like(t: Optional[Tensor], q: Tensor) -> Tensor:
@@ -49,7 +56,7 @@ def _grad_like(t: Optional[Tensor], q: Tensor) -> Tensor:
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_bwd")
-def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale):
+def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm=None):
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
@@ -58,14 +65,14 @@ def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale,
 
 @torch.library.register_fake("flash_window_attn::window_attention_dropout_fwd")
 def _window_attention_dropout_fwd_fake(q, k, v, bias, mask, logit_scale, scale, dropout_p):
-    out, lse = _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale)
+    out, lse, qk_inv_norm = _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale)
     rng_state = q.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
-    return out, lse, rng_state
+    return out, lse, rng_state, qk_inv_norm
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_dropout_bwd")
 def _window_attention_dropout_bwd_fake(
-    dout, q, k, v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state
+    dout, q, k, v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state, qk_inv_norm=None
 ):
     return _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale, scale)
 
@@ -77,12 +84,12 @@ def _window_attention_qkvpacked_fwd_fake(qkv, num_heads, bias, mask, logit_scale
     out = qkv.new_empty((B_, N, num_heads, d)).transpose(1, 2)
     lse = qkv.new_empty((B_, num_heads, N), dtype=torch.float32)
     rng_state = qkv.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
-    return out, lse, rng_state
+    return out, lse, rng_state, _qk_inv_norm_like(qkv, B_, num_heads, N, logit_scale)
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_qkvpacked_bwd")
 def _window_attention_qkvpacked_bwd_fake(
-    dout, qkv, out, lse, bias, mask, logit_scale, scale, num_heads, dropout_p, rng_state
+    dout, qkv, out, lse, bias, mask, logit_scale, scale, num_heads, dropout_p, rng_state, qk_inv_norm=None
 ):
     dqkv = qkv.new_empty(qkv.shape)  # contiguous
     return dqkv, _grad_like(bias, qkv), _grad_like(logit_scale, qkv)
@@ -218,10 +225,8 @@ def window_attention(
     d = q.shape[-1] if q.dim() > 0 else 0
     op_scale = _op_scale_and_checks("window_attention", d, bias, mask, scale, logit_scale, dropout_p)
     if dropout_p != 0:
-        out, _, _ = _dfwd_op(q, k, v, bias, mask, logit_scale, op_scale, float(dropout_p))
-        return out
-    out, _ = _fwd_op(q, k, v, bias, mask, logit_scale, op_scale)
-    return out
+        return _dfwd_op(q, k, v, bias, mask, logit_scale, op_scale, float(dropout_p))[0]
+    return _fwd_op(q, k, v, bias, mask, logit_scale, op_scale)[0]
 
 
 def window_attention_qkvpacked(
@@ -260,5 +265,4 @@ def window_attention_qkvpacked(
     else:
         d = 0  # the op reports the bad shape
     op_scale = _op_scale_and_checks("window_attention_qkvpacked", d, bias, mask, scale, logit_scale, dropout_p)
-    out, _, _ = _pfwd_op(qkv, num_heads, bias, mask, logit_scale, op_scale, float(dropout_p))
-    return out
+    return _pfwd_op(qkv, num_heads, bias, mask, logit_scale, op_scale, float(dropout_p))[0]

@@ -36,7 +36,7 @@ def _run_dropout(problem, p):
     scale = kw["scale"]
     ls = kw["logit_scale"]
     op_scale = 1.0 if ls is not None else (scale if scale is not None else q.shape[-1] ** -0.5)
-    out, lse, rng_state = ops.window_attention_dropout_fwd(q, k, v, bias, mask, ls, op_scale, p)
+    out, lse, rng_state, _ = ops.window_attention_dropout_fwd(q, k, v, bias, mask, ls, op_scale, p)
     res = {"out": out.detach()}
     inputs = problem.grad_inputs()
     grads = torch.autograd.grad(out, list(inputs.values()), problem.dout)
@@ -123,7 +123,7 @@ def test_dropout_reproducible_under_manual_seed(device):
 def test_dropout_kept_fraction(device, p):
     dtype = torch.float32 if device == "cpu" else torch.float16
     q = torch.randn(64, 4, 64, 32, device=device, dtype=dtype)
-    _, _, rng_state = ops.window_attention_dropout_fwd(q, q, q, None, None, None, 0.25, p)
+    rng_state = ops.window_attention_dropout_fwd(q, q, q, None, None, None, 0.25, p)[2]
     keep = dropout_keep_mask(rng_state, 64, 4, 64, p)
     n = keep.numel()
     frac = keep.float().mean().item()
@@ -141,7 +141,7 @@ def test_dropout_p0_and_p1(device):
     q, k, v, bias, mask = prob.args()
     ls = prob.logit_scale
     plain = window_attention(q, k, v, bias, mask, logit_scale=ls)
-    out0, _, st0 = ops.window_attention_dropout_fwd(q, k, v, bias, mask, ls, 1.0, 0.0)
+    out0, _, st0, _ = ops.window_attention_dropout_fwd(q, k, v, bias, mask, ls, 1.0, 0.0)
     assert st0.numel() == 0
     assert torch.equal(out0, plain)
     out1 = window_attention(q, k, v, bias, mask, logit_scale=ls, dropout_p=1.0)
@@ -158,7 +158,7 @@ def test_dropout_argument_errors():
         window_attention(q, q, q, dropout_p=-0.1)
     with pytest.raises(TypeError, match="dropout_p"):
         window_attention(q, q, q, dropout_p="0.1")
-    out, lse, st = ops.window_attention_dropout_fwd(q, q, q, None, None, None, 0.25, 0.5)
+    out, lse, st, _ = ops.window_attention_dropout_fwd(q, q, q, None, None, None, 0.25, 0.5)
     with pytest.raises(ValueError, match="rng_state"):
         ops.window_attention_dropout_bwd(out, q, q, q, out, lse, None, None, None, 0.25, 0.5, st[:1])
 

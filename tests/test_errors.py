@@ -174,7 +174,7 @@ def test_bwd_op_checks_dout():
     """The backward op validates its own inputs (dout shape, dtype and stride)."""
     a = good()
     q, k, v = a["q"], a["k"], a["v"]
-    out, lse = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, None, None, None, 0.25)
+    out, lse, _ = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, None, None, None, 0.25)
     bwd = torch.ops.flash_window_attn.window_attention_bwd
     with pytest.raises(ValueError, match=names("dout")):
         bwd(torch.randn(B_, H, N, D + 8), q, k, v, out, lse, None, None, None, 0.25)
@@ -327,7 +327,7 @@ def test_mask_requiring_grad_is_rejected_under_no_grad_too():
 
 def _fwd_for_bwd(dtype=torch.float32, device="cpu"):
     q, k, v = qkv(dtype, device)
-    out, lse = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, None, None, None, 0.25)
+    out, lse, _ = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, None, None, None, 0.25)
     dout = torch.randn(B_, H, N, D, device=device).to(dtype)
     return dout, q, k, v, out, lse
 
@@ -409,7 +409,7 @@ def test_zero_windows_bwd_op():
     """The backward op on its own with B_ = 0."""
     q, k, v = qkv(shape=(0, H, N, D))
     bias, ls = torch.randn(H, N, N), torch.zeros(H)
-    out, lse = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, bias, None, ls, 1.0)
+    out, lse, _ = torch.ops.flash_window_attn.window_attention_fwd(q, k, v, bias, None, ls, 1.0)
     assert out.shape == (0, H, N, D) and lse.shape == (0, H, N) and lse.dtype == torch.float32
     dq, dk, dv, dbias, dls = torch.ops.flash_window_attn.window_attention_bwd(
         torch.empty_like(q), q, k, v, out, lse, bias, None, ls, 1.0)
@@ -472,7 +472,7 @@ def test_cuda_bwd_op_unusual_out_and_lse_strides(dtype, n):
     g = torch.Generator(device="cpu").manual_seed(3)
     q, k, v, dout = (torch.randn(B_, H, n, D, generator=g).to("cuda", dtype) for _ in range(4))
     fwd, bwd = torch.ops.flash_window_attn.window_attention_fwd, torch.ops.flash_window_attn.window_attention_bwd
-    out, lse = fwd(q, k, v, None, None, None, 0.25)
+    out, lse, _ = fwd(q, k, v, None, None, None, 0.25)
     expected = bwd(dout, q, k, v, out, lse, None, None, None, 0.25)
     out_strided = torch.zeros(B_, H, n, 2 * D, device="cuda", dtype=dtype)[..., ::2]
     out_strided.copy_(out)

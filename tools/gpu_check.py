@@ -92,8 +92,9 @@ def check(B, H, N, d, dtype, cosine, has_bias, has_mask, nW=4, packed=False):
         # poison the allocator
         junk = torch.full((64 << 20,), float("nan"), device="cuda")
         del junk
-        out, lse = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0 if cosine else scale)
-        grads = ops.window_attention_bwd(dout.to(dtype), q, k, v, out, lse, bias, mask, ls, 1.0 if cosine else scale)
+        out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0 if cosine else scale)
+        grads = ops.window_attention_bwd(dout.to(dtype), q, k, v, out, lse, bias, mask, ls, 1.0 if cosine else scale,
+                                         qk_inv_norm)
         torch.cuda.synchronize()
         res.append((out, grads))
     out, (dq, dk, dv, dbias, dls) = res[0]
@@ -136,10 +137,10 @@ def bench(fn, iters=20, reps=7):
 
 def timing(B, H, N, d, dtype, nW):
     q, k, v, bias, mask, ls, scale = make_problem(B, H, N, d, dtype, True, True, True, nW, True)
-    out, lse = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0)
+    out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0)
     dout = torch.randn_like(out)
     tf = bench(lambda: ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0))
-    tb = bench(lambda: ops.window_attention_bwd(dout, q, k, v, out, lse, bias, mask, ls, 1.0))
+    tb = bench(lambda: ops.window_attention_bwd(dout, q, k, v, out, lse, bias, mask, ls, 1.0, qk_inv_norm))
     nbytes = 4 * B * H * N * d * q.element_size()
     print(f"TIME B={B} H={H} N={N} d={d} {str(dtype)[6:]}: fwd {tf:.4f} ms  bwd {tb:.4f} ms  "
           f"fwd GB/s {nbytes / tf / 1e6:.0f}", flush=True)

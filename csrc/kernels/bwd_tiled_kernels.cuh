@@ -1,7 +1,8 @@
 // Window-attention backward for 64 < N <= 1024, fp16/bf16, mma.sync. Three kernels:
 //
-//  1. preprocess: per row, D_i = dout_i · out_i and (V2) the inverse norms 1/max(||q_i||, eps),
-//     1/max(||k_i||, eps), into (B, H, N) fp32 workspaces.
+//  1. preprocess: per row, D_i = dout_i · out_i and (V2, unless the caller gave the forward's:
+//     BwdParams::inv_norms_given) the inverse norms 1/max(||q_i||, eps), 1/max(||k_i||, eps), into
+//     (B, H, N) fp32 workspaces.
 //  2. key side, one CTA per (window, head, 64-key block): loops over the query blocks and
 //     accumulates dv = Pᵀ dout and dk = f'(dSᵀ q) in registers. It computes Sᵀ = k qᵀ directly,
 //     so Pᵀ and dSᵀ are already in the A-operand layout of the next products (no smem round trip).
@@ -52,7 +53,8 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
     const int c = (tid % kTPR) * 8;
     const bool valid = row_id < total && c < p.d;
     float dsum = 0.f, qss = 0.f, kss = 0.f;
-    const bool cosine = p.logit_scale != nullptr;
+    // (with the forward's norms given, only out and dout are read: half the bytes)
+    const bool cosine = p.logit_scale != nullptr && !p.inv_norms_given;
     if (valid) {
         const int64_t b = row_id / (int64_t(p.H) * p.N);
         const int rem = static_cast<int>(row_id - b * p.H * p.N);

@@ -276,8 +276,11 @@ window_attn_fwd_kernel(const FwdParams p) {
         if (j == 0) {
             // log2(e) folded in: the softmax runs on exp2.
             if (cosine) {
-                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq_fast(quad_sum(ss0));
-                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq_fast(quad_sum(ss1));
+                const float qinv[2] = {inv_norm_from_sumsq_fast(quad_sum(ss0)), inv_norm_from_sumsq_fast(quad_sum(ss1))};
+                row_factor[0] = alpha * kLog2e * qinv[0];
+                row_factor[1] = alpha * kLog2e * qinv[1];
+                if (p.q_inv_norm != nullptr && t4 == 0)   // the op's qk_inv_norm (FwdParams)
+                    fwd_store_row_pair(p.q_inv_norm + (window_of(ti) * p.H + h) * N, row0 + warp * 16 + g, N, qinv);
             } else {
                 row_factor[0] = row_factor[1] = alpha * kLog2e;
             }
@@ -285,6 +288,9 @@ window_attn_fwd_kernel(const FwdParams p) {
         if (cosine) {   // key norms of this tile
             if constexpr (kGrouped) group_sync(group);
             else __syncthreads();
+            // the op's qk_inv_norm (FwdParams): the keys' from the CTAs of the first query block
+            if (m_block == 0 && p.k_inv_norm != nullptr && tid < kTileN && j * kTileN + tid < N)
+                p.k_inv_norm[(window_of(ti) * p.H + h) * N + j * kTileN + tid] = kinv[tid];
         }
 
         // Logits (log2 units) and the online softmax. Instantiated per (cosine, bias+mask) pair and

@@ -86,8 +86,9 @@ template <int kKeys> struct FwdWgmmaLayout {
     static constexpr uint32_t kQBytes = kTileM * kRowBytes;
     static constexpr uint32_t kKBytes = kKeys * kRowBytes;
     static constexpr uint32_t kVBytes = kKeys * kRowBytes;
-    static constexpr uint32_t kKinvBytes = kKeys * sizeof(float);
-    // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and key inverse norms
+    // the key inverse norms, then the query rows' (kept for the epilogue, FwdParams::q_inv_norm)
+    static constexpr uint32_t kKinvBytes = (kKeys + kTileM) * sizeof(float);
+    // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and inverse norms
     static constexpr uint32_t kStageBytes = (kQBytes + kKBytes + kVBytes + 1023u) / 1024u * 1024u;
     static constexpr uint32_t kGroupBytes = (kStages * kStageBytes + kKinvBytes + 1023u) / 1024u * 1024u;
     static constexpr int kBmPitch = kKeys + 8;                // fp32 pitch of the strip (float2 reads)
@@ -332,8 +333,12 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
             float ss0 = 0.f, ss1 = 0.f;
             accumulate_sumsq<Element>(qa[0], ss0, ss1);
             accumulate_sumsq<Element>(qa[1], ss0, ss1);
-            row_factor[0] *= inv_norm_from_sumsq_fast(quad_sum(ss0));
-            row_factor[1] *= inv_norm_from_sumsq_fast(quad_sum(ss1));
+            const float qinv[2] = {inv_norm_from_sumsq_fast(quad_sum(ss0)), inv_norm_from_sumsq_fast(quad_sum(ss1))};
+            row_factor[0] *= qinv[0];
+            row_factor[1] *= qinv[1];
+            // the op's qk_inv_norm (FwdParams): these rows' (the keys' come from the main grid)
+            if (warp == 0 && t4 == 0 && p.q_inv_norm != nullptr)
+                fwd_store_row_pair(p.q_inv_norm + (window_of(ti) * p.H + h) * N, row0 + g, N, qinv);
         }
         // S over the warp's keys (n8 tiles 2 j, 2 j + 1: block blk0 + j)
         float s[2 * kMaxBlocks][4], kss[2 * kMaxBlocks];
@@ -704,8 +709,15 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 const int src = (lane & ~3) | (g >> 1);
                 lo = __shfl_sync(0xffffffffu, lo, src);
                 hi = __shfl_sync(0xffffffffu, hi, src);
-                row_factor[0] = alpha * kLog2e * inv_norm_from_sumsq_fast(lo);
-                row_factor[1] = alpha * kLog2e * inv_norm_from_sumsq_fast(hi);
+                const float qinv[2] = {inv_norm_from_sumsq_fast(lo), inv_norm_from_sumsq_fast(hi)};
+                row_factor[0] = alpha * kLog2e * qinv[0];
+                row_factor[1] = alpha * kLog2e * qinv[1];
+                // for the qk_inv_norm store below (through shared memory: stored from here they
+                // made the kernel spill)
+                if (t4 == 0) {
+                    kinv[kKeys + warp * 16 + g] = qinv[0];
+                    kinv[kKeys + warp * 16 + g + 8] = qinv[1];
+                }
                 store_kinv(dk0, 0);
                 if constexpr (kKB > 1) store_kinv(dk1, 1);
             }
@@ -727,6 +739,16 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 }
             }
             group_sync(group);   // every key's inverse norm is in shared memory
+            // the op's qk_inv_norm (FwdParams): the rows' and, from the CTAs of the first query
+            // block, the keys'
+            if (p.q_inv_norm != nullptr) {
+                float* qn = p.q_inv_norm + (b * p.H + h) * N;
+                if (tid < kTileM && row0 + tid < N) qn[row0 + tid] = kinv[kKeys + tid];
+                if (m_block == 0) {
+                    float* kn = p.k_inv_norm + (b * p.H + h) * N;
+                    for (int c = tid; c < N; c += kFwdWgThreads) kn[c] = kinv[c];
+                }
+            }
         } else {
             row_factor[0] = row_factor[1] = alpha * kLog2e;
         }

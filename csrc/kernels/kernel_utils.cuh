@@ -244,4 +244,11 @@ FWA_DEVICE float inv_norm_from_sumsq_fast(float ss) {
 // norm is a constant and dx = inv * dx̂. Returns the factor (1 or 0) of the projection term.
 FWA_DEVICE float norm_projection(float inv) { return inv < 1.f / kNormEps ? 1.f : 0.f; }
 
+// A thread's two rows of an m16 fragment (row and row + 8) into dst[row], where below n: the
+// forward's inverse norms of q for the op's qk_inv_norm result.
+FWA_DEVICE void fwd_store_row_pair(float* dst, int row, int n, const float (&v)[2]) {
+    if (row < n) dst[row] = v[0];
+    if (row + 8 < n) dst[row + 8] = v[1];
+}
+
 }  // namespace fwa

@@ -34,6 +34,11 @@ struct TensorRef {
 struct FwdParams {
     TensorRef q, k, v, out;
     float* lse = nullptr;              // (B, H, N) fp32 contiguous
+    // V2 inverse norms 1 / max(||x||, eps), (B, H, N) fp32 each: the forward writes those of q's rows
+    // and k's rows it normalised with where these are set (the op's qk_inv_norm result); the tiled
+    // backward's kernels read them (its preprocess writes them, unless BwdParams::inv_norms_given).
+    float* q_inv_norm = nullptr;
+    float* k_inv_norm = nullptr;
 
     const float* bm = nullptr;         // see above; nullptr when there is neither bias nor mask
     int64_t bm_win_stride = 0, bm_head_stride = 0;   // row stride is Npad, column stride 1
@@ -109,8 +114,8 @@ struct BwdParams : FwdParams {
     //   dalpha_partial: [H][nW * n_chunks * num_m_blocks] fp32 (sum of dS * cos, V2 only)
     float* dbias_partial = nullptr;
     float* dalpha_partial = nullptr;
-    // Tiled-path workspace, (B, H, N) fp32 each: D, and the inverse norms 1 / max(||q||, eps),
-    // 1 / max(||k||, eps) (V2 only). D starts as rowsum(dout * out) (the key-side kernel's dS, where
+    // Tiled-path workspace, (B, H, N) fp32 each: D, and (V2, where the caller did not give the
+    // forward's) the inverse norms q_inv_norm / k_inv_norm. D starts as rowsum(dout * out) (the key-side kernel's dS, where
     // its rounding averages out over the queries) and is then replaced, for the query-side kernel,
     // by D_i = sum_j P_ij dP_ij / sum_j P_ij summed in a fixed order from dsum_partial: out is
     // rounded to 16 bits, and the error of rowsum(dout * out) is common to every dS_ij of row i, so
@@ -121,8 +126,8 @@ struct BwdParams : FwdParams {
     // [ceil(N / 64)][B * H * N][2] fp32: (sum of P_ij dP_ij, sum of P_ij) over one key block's 64
     // keys, written by the key-side kernel (each CTA its own block), summed in block order.
     float* dsum_partial = nullptr;
-    float* q_inv_norm = nullptr;
-    float* k_inv_norm = nullptr;
+    // q_inv_norm / k_inv_norm (FwdParams) hold the forward's norms: the preprocess reads no q, k
+    bool inv_norms_given = false;
     // n_key_ranges > 1: each key range's dq (projected and scaled as dq itself) in fp32, summed in
     // range order into dq by window_attn_bwd_dq_reduce_kernel. At most kDqPartialBudget bytes: the
     // query side then runs in launches over batches of chunks (window_bwd_dq_batch_chunks), each

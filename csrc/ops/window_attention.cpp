@@ -191,6 +191,38 @@ at::Tensor make_lse(const at::Tensor& q) {
   return at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
 }
 
+at::Tensor make_qk_inv_norm(const at::Tensor& q, const WindowAttnSizes& s) {
+  return s.cosine ? at::empty({2, s.B, s.H, s.N}, q.options().dtype(at::kFloat))
+                  : at::empty({0}, q.options().dtype(at::kFloat));
+}
+
+at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const WindowAttnSizes& s) {
+  if (!s.cosine) return make_qk_inv_norm(q, s);
+  // 1 / max(||x||, eps) over the head dim in fp32, as F.normalize divides
+  auto inv = [](const at::Tensor& x) {
+    return at::linalg_vector_norm(x.to(at::kFloat), 2, at::IntArrayRef{-1}).clamp_min(1e-12).reciprocal();
+  };
+  return at::stack({inv(q), inv(k)});
+}
+
+bool check_qk_inv_norm(const std::optional<at::Tensor>& qk_inv_norm, const at::Tensor& q, const WindowAttnSizes& s) {
+  if (!qk_inv_norm.has_value() || !qk_inv_norm->defined()) return false;
+  const at::Tensor& t = *qk_inv_norm;
+  if (!s.cosine) {
+    TORCH_CHECK_VALUE(t.numel() == 0, kOp, "qk_inv_norm must be None or empty without logit_scale (Swin V1 "
+                      "logits are not normalised), but has shape ", t.sizes());
+    return false;
+  }
+  if (t.dim() == 1 && t.size(0) == 0) return false;
+  TORCH_CHECK_VALUE(t.dim() == 4 && t.size(0) == 2 && t.size(1) == s.B && t.size(2) == s.H && t.size(3) == s.N, kOp,
+                    "qk_inv_norm must have shape (2, B_, H, N) = (2, ", s.B, ", ", s.H, ", ", s.N,
+                    ") (the forward's last result), but has shape ", t.sizes());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, kOp, "qk_inv_norm must have dtype float32, but has dtype ",
+                   t.scalar_type());
+  check_aux_device(t, "qk_inv_norm", q);
+  return true;
+}
+
 at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias,
                         const at::Tensor& q) {
   if (!bias.has_value()) {
@@ -214,18 +246,21 @@ at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at
 }
 
 TORCH_LIBRARY(flash_window_attn, m) {
+  // The forwards' last result is qk_inv_norm (make_qk_inv_norm: V2's inverse norms of q and k, (2, B_,
+  // H, N) fp32; V1 empty), which the backwards take back as their optional last argument.
   m.def("window_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, Tensor? logit_scale, "
-        "float scale) -> (Tensor, Tensor)");
+        "float scale) -> (Tensor, Tensor, Tensor)");
   m.def("window_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? bias, "
-        "Tensor? mask, Tensor? logit_scale, float scale) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
-  // Attention dropout: the forward also returns rng_state, the (seed, offset) its keep mask was
-  // drawn from (int64, shape (2,), on q's device; (0,) for dropout_p == 0); the backward redraws
+        "Tensor? mask, Tensor? logit_scale, float scale, Tensor? qk_inv_norm=None) -> "
+        "(Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // Attention dropout: the forward returns (out, lse, rng_state, qk_inv_norm), rng_state the (seed,
+  // offset) its keep mask was drawn from (int64, shape (2,), on q's device; (0,) for dropout_p == 0); the backward redraws
   // the same mask from it. Drawn from torch's default generator of q's device.
   m.def("window_attention_dropout_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, "
-        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor)");
+        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("window_attention_dropout_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, "
-        "Tensor? bias, Tensor? mask, Tensor? logit_scale, float scale, float dropout_p, Tensor rng_state) -> "
-        "(Tensor, Tensor, Tensor, Tensor, Tensor)");
+        "Tensor? bias, Tensor? mask, Tensor? logit_scale, float scale, float dropout_p, Tensor rng_state, "
+        "Tensor? qk_inv_norm=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   // Testing aid: the (B, H, N, N) bool keep mask a dropout forward with this rng_state used.
   m.def("dropout_keep_mask(Tensor rng_state, int B, int H, int N, float dropout_p) -> Tensor");
 }

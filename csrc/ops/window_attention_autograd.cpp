@@ -21,13 +21,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-using PackedFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+using PackedFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, int64_t, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&, double, double);
 using PackedBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-    double, int64_t, double, const at::Tensor&);
+    double, int64_t, double, const at::Tensor&, const std::optional<at::Tensor>&);
 
 const c10::TypedOperatorHandle<PackedFwdSig>& packed_fwd_op() {
   static const auto op = find_op<PackedFwdSig>("flash_window_attn::window_attention_qkvpacked_fwd");
@@ -50,20 +50,20 @@ void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what)
 // ---------------------------------------------------------------------------------------------
 // window_attention_fwd / window_attention_dropout_fwd (q, k, v separate)
 
-using FwdSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+using FwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                   const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
                                                   const std::optional<at::Tensor>&, double);
 using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, double);
-using DropoutFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const std::optional<at::Tensor>&, double, const std::optional<at::Tensor>&);
+using DropoutFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double, double);
 using DropoutBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, double, double, const at::Tensor&);
+    const std::optional<at::Tensor>&, double, double, const at::Tensor&, const std::optional<at::Tensor>&);
 
 const c10::TypedOperatorHandle<FwdSig>& fwd_op() {
   static const auto op = find_op<FwdSig>("flash_window_attn::window_attention_fwd");
@@ -102,13 +102,13 @@ class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> 
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
                                const std::optional<at::Tensor>& logit_scale, double scale) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse] = fwd_op().call(q, k, v, bias, mask, logit_scale, scale);
+    auto [out, lse, qk_inv_norm] = fwd_op().call(q, k, v, bias, mask, logit_scale, scale);
     ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
-                            logit_scale.value_or(at::Tensor())});
+                            logit_scale.value_or(at::Tensor()), qk_inv_norm});
     ctx->saved_data["scale"] = scale;
-    ctx->mark_non_differentiable({lse});
-    ctx->set_materialize_grads(false);   // no zero-filled gradient for lse; undefined dout: see backward
-    return {out, lse};
+    ctx->mark_non_differentiable({lse, qk_inv_norm});
+    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, qk_inv_norm; undefined dout: see backward
+    return {out, lse, qk_inv_norm};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -116,7 +116,7 @@ class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> 
     const at::Tensor &bias = saved[5], &logit_scale = saved[7];
     if (!grads[0].defined()) return variable_list(7);   // out did not reach the loss
     auto g = bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4], opt(bias),
-                           opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble());
+                           opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble(), opt(saved[8]));
     return input_grads(g, bias, logit_scale, 1);   // scale
   }
 };
@@ -127,14 +127,14 @@ class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindow
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
                                const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse, rng_state] = dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p);
+    auto [out, lse, rng_state, qk_inv_norm] = dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p);
     ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
-                            logit_scale.value_or(at::Tensor()), rng_state});
+                            logit_scale.value_or(at::Tensor()), rng_state, qk_inv_norm});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    ctx->mark_non_differentiable({lse, rng_state});
-    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state
-    return {out, lse, rng_state};
+    ctx->mark_non_differentiable({lse, rng_state, qk_inv_norm});
+    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
+    return {out, lse, rng_state, qk_inv_norm};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -143,25 +143,25 @@ class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindow
     if (!grads[0].defined()) return variable_list(8);
     auto g = dropout_bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4],
                                    opt(bias), opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
-                                   ctx->saved_data["dropout_p"].toDouble(), saved[8]);
+                                   ctx->saved_data["dropout_p"].toDouble(), saved[8], opt(saved[9]));
     return input_grads(g, bias, logit_scale, 2);   // scale, dropout_p
   }
 };
 
-std::tuple<at::Tensor, at::Tensor> window_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                        const std::optional<at::Tensor>& bias,
                                                        const std::optional<at::Tensor>& mask,
                                                        const std::optional<at::Tensor>& logit_scale, double scale) {
   variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale);
-  return {r[0], r[1]};
+  return {r[0], r[1], r[2]};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_autograd(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_autograd(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p) {
   variable_list r = DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p);
-  return {r[0], r[1], r[2]};
+  return {r[0], r[1], r[2], r[3]};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,27 +173,27 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
                                const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse, rng_state] = packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
+    auto [out, lse, rng_state, qk_inv_norm] = packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
     ctx->save_for_backward({qkv, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
-                            logit_scale.value_or(at::Tensor()), rng_state});
+                            logit_scale.value_or(at::Tensor()), rng_state, qk_inv_norm});
     ctx->saved_data["num_heads"] = num_heads;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    ctx->mark_non_differentiable({lse, rng_state});
-    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state
-    return {out, lse, rng_state};
+    ctx->mark_non_differentiable({lse, rng_state, qk_inv_norm});
+    ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
+    return {out, lse, rng_state, qk_inv_norm};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &qkv = saved[0], &out = saved[1], &lse = saved[2], &bias = saved[3], &mask = saved[4],
-                     &logit_scale = saved[5], &rng_state = saved[6];
+                     &logit_scale = saved[5], &rng_state = saved[6], &qk_inv_norm = saved[7];
     // one gradient per forward argument: qkv, num_heads, bias, mask, logit_scale, scale, dropout_p
     variable_list result(7);
     if (!grads[0].defined()) return result;   // out did not reach the loss
     auto [dqkv, dbias, dlogit_scale] = packed_bwd_op().call(
         unit_last_stride(grads[0]), qkv, out, lse, opt(bias), opt(mask), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
-        ctx->saved_data["num_heads"].toInt(), ctx->saved_data["dropout_p"].toDouble(), rng_state);
+        ctx->saved_data["num_heads"].toInt(), ctx->saved_data["dropout_p"].toDouble(), rng_state, opt(qk_inv_norm));
     // (the kernels compute every gradient anyway; autograd drops those of inputs that need none)
     result[0] = dqkv;
     if (bias.defined()) result[2] = dbias;
@@ -202,13 +202,13 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
   }
 };
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autograd(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autograd(
     const at::Tensor& qkv, int64_t num_heads, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p) {
   check_mask_no_grad(mask, "window_attention_qkvpacked");
   variable_list r = QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
-  return {r[0], r[1], r[2]};
+  return {r[0], r[1], r[2], r[3]};
 }
 
 }  // namespace

@@ -23,6 +23,15 @@ at::Tensor bias_as_hnn(const at::Tensor& bias, int64_t H, int64_t N);      // vi
 at::Tensor logit_scale_as_h(const at::Tensor& logit_scale, int64_t H);      // view any H-element shape -> (H,)
 at::Tensor make_out(const at::Tensor& q);   // empty (B_,N,H,d) then transpose(1,2): shape (B_,H,N,d), q's dtype
 at::Tensor make_lse(const at::Tensor& q);   // empty (B_,H,N) fp32
+// The forward ops' last result, qk_inv_norm: V2 (cosine) the inverse norms 1 / max(||x||, 1e-12) of
+// q's rows ([0]) and k's rows ([1]) that the forward normalised with, (2, B_, H, N) fp32; V1 an
+// empty (0,) tensor. The backward takes it back (optional) so that it need not read q and k again
+// for them.
+at::Tensor make_qk_inv_norm(const at::Tensor& q, const WindowAttnSizes& s);   // empty, that shape
+at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const WindowAttnSizes& s);  // computed
+// Checks a backward's qk_inv_norm argument; true when it holds the norms (V2, the shape above),
+// false when it is None or an empty tensor (the backward then computes them).
+bool check_qk_inv_norm(const std::optional<at::Tensor>& qk_inv_norm, const at::Tensor& q, const WindowAttnSizes& s);
 // dbias / dlogit_scale finishing: fp32 accumulators -> caller-visible shape and dtype
 at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias, const at::Tensor& q);
 at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at::Tensor>& logit_scale, const at::Tensor& q);
@@ -45,20 +54,21 @@ at::Tensor make_dqkv(const at::Tensor& qkv, int64_t num_heads, QkvGrads* grads);
 constexpr float kLogitScaleMax = 4.60517018598809136804f;
 
 // CPU implementations registered in window_attention.cpp (they run check_*_args themselves).
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
     const at::Tensor& v, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale);
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    const std::optional<at::Tensor>& qk_inv_norm);
 
 // Attention dropout (the *_dropout_* ops): dropout_p in [0, 1]; rng_state is the int64 tensor
 // (seed, offset) the forward returned ((0,) when dropout_p == 0), on q's device.
 void check_dropout_p(double dropout_p);
 void check_rng_state(const at::Tensor& rng_state, double dropout_p, const at::Tensor& q);
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(const at::Tensor& q,
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(const at::Tensor& q,
     const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p);
@@ -66,27 +76,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p, const at::Tensor& rng_state);
+    double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm);
 // The dropout backward writing dq, dk, dv into `grads` (returned as the first three results).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu_into(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads);
+    double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm,
+    const QkvGrads& grads);
 // The (B, H, N, N) bool keep mask of a dropout forward with this rng_state (CPU tensor): for tests.
 at::Tensor dropout_keep_mask_cpu(const at::Tensor& rng_state, int64_t B, int64_t H, int64_t N, double dropout_p);
 
 #ifndef FWA_CPU_ONLY
 // CUDA path for float32 inputs (SIMT fp32 FMA kernels in csrc/kernels/simt/, no tf32). The caller
 // has run check_*_args; `s` is what it returned.
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda_fp32(const at::Tensor& dout,
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s,
     const QkvGrads& grads);
 // CUDA ops used by the packed-qkv ops (window_attention_cuda.cpp).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(const at::Tensor& q,
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(const at::Tensor& q,
     const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p);
@@ -94,7 +105,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads);
+    double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm,
+    const QkvGrads& grads);
 #endif  // FWA_CPU_ONLY
 
 }  // namespace flash_window_attn

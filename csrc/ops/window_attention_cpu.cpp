@@ -508,19 +508,20 @@ CpuDropout cpu_dropout(double dropout_p, const at::Tensor& rng_state) {
   return d;
 }
 
-std::tuple<at::Tensor, at::Tensor> fwd_cpu_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fwd_cpu_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                 const std::optional<at::Tensor>& bias,
                                                 const std::optional<at::Tensor>& mask,
                                                 const std::optional<at::Tensor>& logit_scale, double scale,
                                                 const WindowAttnSizes& s, const CpuDropout& drop) {
   at::Tensor out = make_out(q);
   at::Tensor lse = make_lse(q);
-  if (s.B == 0 || s.H == 0) return {out, lse};
+  if (s.B == 0 || s.H == 0) return {out, lse, make_qk_inv_norm(q, s)};
   const AuxInputs aux = convert_aux(bias, mask, logit_scale, s, acc_dtype(q));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, q.scalar_type(), "window_attention_fwd_cpu", [&] {
     fwd_kernel<scalar_t>(q, k, v, aux.bias, aux.mask, aux.ls, scale, s, drop, out, lse);
   });
-  return {out, lse};
+  // (the CPU backward recomputes the norms in its own precision: qk_inv_norm is for the callers)
+  return {out, lse, qk_inv_norm_aten(q, k, s)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cpu_impl(
@@ -544,7 +545,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cpu_i
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
                                                             const at::Tensor& v, const std::optional<at::Tensor>& bias,
                                                             const std::optional<at::Tensor>& mask,
                                                             const std::optional<at::Tensor>& logit_scale,
@@ -556,12 +557,13 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q,
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale) {
+    const std::optional<at::Tensor>& logit_scale, double scale, const std::optional<at::Tensor>& qk_inv_norm) {
   const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  check_qk_inv_norm(qk_inv_norm, q, s);   // (validated; the CPU recomputes them)
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{}, fresh_qkv_grads(q, k, v));
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p) {
@@ -579,17 +581,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
     rng_state[0] = static_cast<int64_t>(seed);
     rng_state[1] = 0;
   }
-  auto [out, lse] = fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, cpu_dropout(dropout_p, rng_state));
-  return {out, lse, rng_state};
+  auto [out, lse, qk_inv_norm] = fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, cpu_dropout(dropout_p, rng_state));
+  return {out, lse, rng_state, qk_inv_norm};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state) {
+    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state,
+    const std::optional<at::Tensor>& qk_inv_norm) {
   const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
   check_dropout_p(dropout_p);
   check_rng_state(rng_state, dropout_p, q);
+  check_qk_inv_norm(qk_inv_norm, q, s);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
                       cpu_dropout(dropout_p, rng_state.cpu()), fresh_qkv_grads(q, k, v));
 }
@@ -598,10 +602,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state,
-    const QkvGrads& grads) {
+    const std::optional<at::Tensor>& qk_inv_norm, const QkvGrads& grads) {
   const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
   check_dropout_p(dropout_p);
   check_rng_state(rng_state, dropout_p, q);
+  check_qk_inv_norm(qk_inv_norm, q, s);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
                       cpu_dropout(dropout_p, rng_state.cpu()), grads);
 }

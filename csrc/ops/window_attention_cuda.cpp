@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 
 #include "kernels/window_attn.h"
@@ -98,6 +99,16 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
     return r;
 }
 
+// FWA_WINDOW_GIVEN_NORMS=0: the backward ignores a given qk_inv_norm and computes the norms itself
+// (A/B timing, tests; the results differ only by the norms' rounding).
+bool use_given_inv_norms() {
+    static const bool on = [] {
+        const char* e = std::getenv("FWA_WINDOW_GIVEN_NORMS");
+        return e == nullptr || e[0] != '0';
+    }();
+    return on;
+}
+
 // Kernel-side dropout arguments for dropout_p and the (device) rng_state tensor.
 fwa::DropoutArgs dropout_args(double dropout_p, const at::Tensor& rng_state) {
     fwa::DropoutArgs d;
@@ -116,7 +127,7 @@ void check_no_fp32_dropout(const at::Tensor& q, double dropout_p) {
                                 "(float16 / bfloat16) or on the CPU, or use dropout_p = 0");
 }
 
-std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fwd_cuda_impl(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, const WindowAttnSizes& s,
@@ -126,7 +137,8 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
 
     at::Tensor out = make_out(q);
     at::Tensor lse = make_lse(q);
-    if (s.B == 0 || s.H == 0) return {out, lse};
+    at::Tensor qk_inv_norm = make_qk_inv_norm(q, s);   // written by the forward kernels (V2)
+    if (s.B == 0 || s.H == 0) return {out, lse, qk_inv_norm};
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
     // Whether the forward kernel reads the bias and mask itself (then no bm build is launched)
@@ -145,18 +157,22 @@ std::tuple<at::Tensor, at::Tensor> fwd_cuda_impl(
     p.v = ref(v_);
     p.out = ref(out);
     p.lse = lse.data_ptr<float>();
+    if (s.cosine) {
+        p.q_inv_norm = qk_inv_norm.data_ptr<float>();
+        p.k_inv_norm = p.q_inv_norm + s.B * s.H * s.N;
+    }
     p.dropout = drop;
     p.bm_pdl = p.bm != nullptr;   // nothing is launched between prepare's bm build and the kernel
     check_cuda(fwa::window_attn_fwd(kernel_dtype(q), p, at::cuda::getCurrentCUDAStream()),
                "forward kernel launch");
-    return {out, lse};
+    return {out, lse, qk_inv_norm};
 }
 
 }  // namespace
 
 // The op implementations (registered below; the packed-qkv ops call the dropout ones too).
 
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale) {
@@ -165,7 +181,7 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda(
     return fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
@@ -198,15 +214,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda
                                                     at::cuda::getCurrentCUDAStream()),
                    "dropout rng state");
     }
-    auto [out, lse] = fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, dropout_args(dropout_p, rng_state));
-    return {out, lse, rng_state};
+    auto [out, lse, qk_inv_norm] =
+        fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, dropout_args(dropout_p, rng_state));
+    return {out, lse, rng_state, qk_inv_norm};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_impl(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop, const QkvGrads& grads) {
+    double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop, const QkvGrads& grads,
+    const std::optional<at::Tensor>& qk_inv_norm) {
+    const bool norms_given = check_qk_inv_norm(qk_inv_norm, q, s) && use_given_inv_norms();
     if (q.scalar_type() == at::kFloat)
         return window_attention_bwd_cuda_fp32(dout, q, k, v, out, lse, bias, mask, logit_scale,
                                               scale, s, grads);
@@ -235,6 +254,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         const at::Tensor dout_ = as_kernel_ready(dout);
         const at::Tensor out_ = as_kernel_ready(out);   // also copies a non-unit last stride
         const at::Tensor lse_ = lse.contiguous();
+        // the forward's inverse norms (V2), where given: the tiled path's preprocess then reads
+        // out and dout only (the N <= 64 path and fp32 compute their own)
+        const at::Tensor norms_ = norms_given ? qk_inv_norm->contiguous() : at::Tensor();
         p.q = ref(q_);
         p.k = ref(k_);
         p.v = ref(v_);
@@ -248,7 +270,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         // The bm build is the last launch on the stream when nothing was copied since: the tiled
         // path's first kernel (the preprocess, which reads no bm) may then run beside it.
         p.bm_pdl = p.bm != nullptr && q_.is_same(q) && k_.is_same(k) && v_.is_same(v) && dout_.is_same(dout) &&
-                   out_.is_same(out) && lse_.is_same(lse);
+                   out_.is_same(out) && lse_.is_same(lse) && (!norms_given || norms_.is_same(*qk_inv_norm));
         // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own);
         // the query side's key ranges depend on the tensors' strides (set above).
         fwa::window_attn_plan_bwd(kernel_dtype(q), p);
@@ -267,8 +289,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
             s.cosine ? s.H * n_dalpha_partials : 0,
             small ? 0 : rows,
             small ? 0 : (s.N + fwa::kTileN - 1) / fwa::kTileN * rows * 2,
-            (!small && s.cosine) ? rows : 0,
-            (!small && s.cosine) ? rows : 0,
+            (!small && s.cosine && !norms_given) ? rows : 0,
+            (!small && s.cosine && !norms_given) ? rows : 0,
             small ? 0 : fwa::window_bwd_dq_partial_elems(p)};
         int64_t offsets[7], total = 0;
         for (int i = 0; i < 7; ++i) {
@@ -281,6 +303,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
                           &p.k_inv_norm, &p.dq_partial};
         for (int i = 0; i < 7; ++i)
             if (sizes[i] > 0) *dst[i] = base + offsets[i];
+        if (!small && s.cosine && norms_given) {
+            p.q_inv_norm = const_cast<float*>(norms_.data_ptr<float>());
+            p.k_inv_norm = p.q_inv_norm + rows;
+            p.inv_norms_given = true;
+        }
         check_cuda(fwa::window_attn_bwd(kernel_dtype(q), p, stream), "backward kernel launch");
     } else {
         p.n_chunks = 0;
@@ -297,39 +324,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale) {
+    double scale, const std::optional<at::Tensor>& qk_inv_norm) {
     const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
     const c10::cuda::CUDAGuard guard(q.device());
     return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{},
-                         fresh_qkv_grads(q, k, v));
+                         fresh_qkv_grads(q, k, v), qk_inv_norm);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale, double dropout_p, const at::Tensor& rng_state) {
+    double scale, double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm) {
     const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
     check_dropout_p(dropout_p);
     check_rng_state(rng_state, dropout_p, q);
     check_no_fp32_dropout(q, dropout_p);
     const c10::cuda::CUDAGuard guard(q.device());
     return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s,
-                         dropout_args(dropout_p, rng_state), fresh_qkv_grads(q, k, v));
+                         dropout_args(dropout_p, rng_state), fresh_qkv_grads(q, k, v), qk_inv_norm);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda_into(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-    double scale, double dropout_p, const at::Tensor& rng_state, const QkvGrads& grads) {
+    double scale, double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm,
+    const QkvGrads& grads) {
     const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
     check_dropout_p(dropout_p);
     check_rng_state(rng_state, dropout_p, q);
     check_no_fp32_dropout(q, dropout_p);
     const c10::cuda::CUDAGuard guard(q.device());
     return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s,
-                         dropout_args(dropout_p, rng_state), grads);
+                         dropout_args(dropout_p, rng_state), grads, qk_inv_norm);
 }
 
 

@@ -51,7 +51,7 @@ simt::SimtInputs make_inputs(const at::Tensor& q, const at::Tensor& k, const at:
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tensor& q, const at::Tensor& k,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tensor& q, const at::Tensor& k,
                                                                   const at::Tensor& v,
                                                                   const std::optional<at::Tensor>& bias,
                                                                   const std::optional<at::Tensor>& mask,
@@ -61,7 +61,7 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tens
   const c10::cuda::CUDAGuard device_guard(q.device());
   at::Tensor out = make_out(q);
   at::Tensor lse = make_lse(q);
-  if (s.B == 0 || s.H == 0) return {out, lse};
+  if (s.B == 0 || s.H == 0) return {out, lse, make_qk_inv_norm(q, s)};
   const AuxFp32 aux = aux_fp32(bias, mask, logit_scale, s);
 
   simt::SimtFwdParams p{};
@@ -70,7 +70,8 @@ std::tuple<at::Tensor, at::Tensor> window_attention_fwd_cuda_fp32(const at::Tens
   p.o_sb = out.stride(0), p.o_sh = out.stride(1), p.o_sn = out.stride(2);
   p.lse = lse.data_ptr<float>();
   C10_CUDA_CHECK(simt::simt_window_attn_fwd(p, at::cuda::getCurrentCUDAStream().stream()));
-  return {out, lse};
+  // (the fp32 backward recomputes the norms: these are for the op's callers)
+  return {out, lse, qk_inv_norm_aten(q, k, s)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cuda_fp32(

@@ -3,9 +3,9 @@
 // the same layout:
 //
 //   window_attention_qkvpacked_fwd(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p)
-//       -> (out, lse, rng_state)                       as window_attention_dropout_fwd
+//       -> (out, lse, rng_state, qk_inv_norm)          as window_attention_dropout_fwd
 //   window_attention_qkvpacked_bwd(dout, qkv, out, lse, bias, mask, logit_scale, scale, num_heads,
-//                                  dropout_p, rng_state)
+//                                  dropout_p, rng_state, qk_inv_norm=None)
 //       -> (dqkv, dbias, dlogit_scale)                dqkv: contiguous, qkv's shape and dtype
 //
 // Same math, kernels and checks as the unpacked dropout ops, run on q, k, v views of qkv
@@ -47,7 +47,7 @@ namespace {
 
 constexpr const char* kPackedOp = "window_attention_qkvpacked: ";
 
-using PackedFwd = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+using PackedFwd = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using DropoutFwdFn = PackedFwd (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
                                    const std::optional<at::Tensor>&, double, double);
@@ -55,7 +55,8 @@ using Grads5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Te
 using DropoutBwdIntoFn = Grads5 (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
                                     const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double,
-                                    double, const at::Tensor&, const QkvGrads&);
+                                    double, const at::Tensor&, const std::optional<at::Tensor>&,
+                                    const QkvGrads&);
 
 PackedFwd packed_fwd(DropoutFwdFn fwd, const at::Tensor& qkv, int64_t num_heads,
                      const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
@@ -68,11 +69,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> packed_bwd(
     DropoutBwdIntoFn bwd, const at::Tensor& dout, const at::Tensor& qkv, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, int64_t num_heads, double dropout_p,
-    const at::Tensor& rng_state) {
+    const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm) {
   const QkvViews x = unpack_qkv(qkv, num_heads, kPackedOp);
   QkvGrads g;
   at::Tensor dqkv = make_dqkv(qkv, num_heads, &g);
-  auto r = bwd(dout, x.q, x.k, x.v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state, g);
+  auto r = bwd(dout, x.q, x.k, x.v, out, lse, bias, mask, logit_scale, scale, dropout_p, rng_state, qk_inv_norm, g);
   return {dqkv, std::get<3>(r), std::get<4>(r)};
 }
 
@@ -86,9 +87,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& qkv, const at::Tensor& out, const at::Tensor& lse,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, int64_t num_heads, double dropout_p,
-    const at::Tensor& rng_state) {
+    const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm) {
   return packed_bwd(&window_attention_dropout_bwd_cpu_into, dout, qkv, out, lse, bias, mask, logit_scale, scale,
-                    num_heads, dropout_p, rng_state);
+                    num_heads, dropout_p, rng_state, qk_inv_norm);
 }
 
 #ifndef FWA_CPU_ONLY
@@ -102,9 +103,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cuda(
     const at::Tensor& dout, const at::Tensor& qkv, const at::Tensor& out, const at::Tensor& lse,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, int64_t num_heads, double dropout_p,
-    const at::Tensor& rng_state) {
+    const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm) {
   return packed_bwd(&window_attention_dropout_bwd_cuda_into, dout, qkv, out, lse, bias, mask, logit_scale, scale,
-                    num_heads, dropout_p, rng_state);
+                    num_heads, dropout_p, rng_state, qk_inv_norm);
 }
 #endif  // FWA_CPU_ONLY
 
@@ -112,10 +113,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cuda(
 
 TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
   m.def("window_attention_qkvpacked_fwd(Tensor qkv, int num_heads, Tensor? bias, Tensor? mask, "
-        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor)");
+        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("window_attention_qkvpacked_bwd(Tensor dout, Tensor qkv, Tensor out, Tensor lse, Tensor? bias, "
-        "Tensor? mask, Tensor? logit_scale, float scale, int num_heads, float dropout_p, Tensor rng_state) -> "
-        "(Tensor, Tensor, Tensor)");
+        "Tensor? mask, Tensor? logit_scale, float scale, int num_heads, float dropout_p, Tensor rng_state, "
+        "Tensor? qk_inv_norm=None) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
