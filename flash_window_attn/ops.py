@@ -34,17 +34,18 @@ _pfwd_op = torch.ops.flash_window_attn.window_attention_qkvpacked_fwd.default
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_fwd")
-def _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale):
+def _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale, return_inv_norms=False):
     B_, H, N, d = q.shape
     # out is laid out as (B_, N, H, d): strides (N*H*d, d, H*d, 1).
     out = q.new_empty((B_, N, H, d)).transpose(1, 2)
     lse = q.new_empty((B_, H, N), dtype=torch.float32)
-    return out, lse, _qk_inv_norm_like(q, B_, H, N, logit_scale)
+    return out, lse, _qk_inv_norm_like(q, B_, H, N, logit_scale, return_inv_norms)
 
 
-def _qk_inv_norm_like(q: Tensor, B_, H, N, logit_scale: Optional[Tensor]) -> Tensor:
-    # the forwards' last result: V2's inverse norms of q's and k's rows, (2, B_, H, N) fp32; V1 empty
-    if logit_scale is None:
+def _qk_inv_norm_like(q: Tensor, B_, H, N, logit_scale: Optional[Tensor], return_inv_norms: bool) -> Tensor:
+    # the forwards' last result: asked for (return_inv_norms) and V2, the inverse norms of q's and
+    # k's rows, (2, B_, H, N) fp32; empty otherwise
+    if logit_scale is None or not return_inv_norms:
         return q.new_empty((0,), dtype=torch.float32)
     return q.new_empty((2, B_, H, N), dtype=torch.float32)
 
@@ -64,8 +65,8 @@ def _window_attention_bwd_fake(dout, q, k, v, out, lse, bias, mask, logit_scale,
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_dropout_fwd")
-def _window_attention_dropout_fwd_fake(q, k, v, bias, mask, logit_scale, scale, dropout_p):
-    out, lse, qk_inv_norm = _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale)
+def _window_attention_dropout_fwd_fake(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms=False):
+    out, lse, qk_inv_norm = _window_attention_fwd_fake(q, k, v, bias, mask, logit_scale, scale, return_inv_norms)
     rng_state = q.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
     return out, lse, rng_state, qk_inv_norm
 
@@ -78,13 +79,14 @@ def _window_attention_dropout_bwd_fake(
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_qkvpacked_fwd")
-def _window_attention_qkvpacked_fwd_fake(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p):
+def _window_attention_qkvpacked_fwd_fake(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p,
+                                         return_inv_norms=False):
     B_, N, c3 = qkv.shape
     d = c3 // (3 * num_heads)
     out = qkv.new_empty((B_, N, num_heads, d)).transpose(1, 2)
     lse = qkv.new_empty((B_, num_heads, N), dtype=torch.float32)
     rng_state = qkv.new_empty((2 if dropout_p > 0 else 0,), dtype=torch.int64)
-    return out, lse, rng_state, _qk_inv_norm_like(qkv, B_, num_heads, N, logit_scale)
+    return out, lse, rng_state, _qk_inv_norm_like(qkv, B_, num_heads, N, logit_scale, return_inv_norms)
 
 
 @torch.library.register_fake("flash_window_attn::window_attention_qkvpacked_bwd")

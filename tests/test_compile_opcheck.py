@@ -56,6 +56,7 @@ def test_opcheck_fwd(device, name, shape, kw):
     # and without any input requiring grad
     args_nograd = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     torch.library.opcheck(fwd_op, args_nograd)
+    torch.library.opcheck(fwd_op, args + (True,))   # with the inverse norms (V2)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -66,7 +67,7 @@ def test_opcheck_bwd(device, name, shape, kw):
     det = lambda t: None if t is None else t.detach()  # noqa: E731
     q, k, v, bias, ls = map(det, (p.q, p.k, p.v, p.bias, p.logit_scale))
     scale = _op_scale(p)
-    out, lse, qk_inv_norm = fwd_op(q, k, v, bias, p.mask, ls, scale)
+    out, lse, qk_inv_norm = fwd_op(q, k, v, bias, p.mask, ls, scale, True)
     torch.library.opcheck(bwd_op, (p.dout, q, k, v, out, lse, bias, p.mask, ls, scale))
     # with the forward's inverse norms given back (V2; V1's is the empty tensor)
     torch.library.opcheck(bwd_op, (p.dout, q, k, v, out, lse, bias, p.mask, ls, scale, qk_inv_norm))
@@ -82,14 +83,14 @@ def test_fake_kernels_match_real(device):
         for bias_dtype in (torch.float32, torch.bfloat16):
             p = make_problem(*shape, dtype=dtype, device=device, seed=i, bias_dtype=bias_dtype, **kw)
             det = lambda t: None if t is None else t.detach()  # noqa: E731
-            args = [det(t) for t in (p.q, p.k, p.v, p.bias, p.mask, p.logit_scale)] + [_op_scale(p)]
+            args = [det(t) for t in (p.q, p.k, p.v, p.bias, p.mask, p.logit_scale)] + [_op_scale(p), True]
             real_f = fwd_op(*args)
-            real_b = bwd_op(p.dout, args[0], args[1], args[2], real_f[0], real_f[1], *args[3:], real_f[2])
+            real_b = bwd_op(p.dout, args[0], args[1], args[2], real_f[0], real_f[1], *args[3:-1], real_f[2])
             with FakeTensorMode(allow_non_fake_inputs=False) as mode:
                 fargs = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
                 fake_f = fwd_op(*fargs)
                 fake_b = bwd_op(mode.from_tensor(p.dout), fargs[0], fargs[1], fargs[2], fake_f[0], fake_f[1],
-                                *fargs[3:], fake_f[2])
+                                *fargs[3:-1], fake_f[2])
             for r, f in zip(list(real_f) + list(real_b), list(fake_f) + list(fake_b)):
                 assert (r.shape, r.dtype, r.stride(), r.device) == (f.shape, f.dtype, f.stride(), f.device), (
                     name, r.shape, f.shape, r.dtype, f.dtype, r.stride(), f.stride())

@@ -1,10 +1,11 @@
 """The forward ops' last result, ``qk_inv_norm``, and the backward ops' optional argument of that name.
 
-For Swin V2 (``logit_scale`` given) the forward returns the inverse norms ``1 / max(||x||, 1e-12)`` of
-q's rows ([0]) and k's rows ([1]) it normalised with, (2, B_, H, N) float32; for V1 an empty (0,)
-tensor. The autograd functions hand it back to the backward ops, whose CUDA tiled path (N > 64)
-then reads out and dout only in its first kernel instead of q, k, out and dout. Given or not, the
-gradients are the same to within the norms' rounding.
+Asked for (``return_inv_norms=True``) and for Swin V2 (``logit_scale`` given), the forward returns the
+inverse norms ``1 / max(||x||, 1e-12)`` of q's rows ([0]) and k's rows ([1]) it normalised with,
+(2, B_, H, N) float32; otherwise an empty (0,) tensor. The autograd functions ask for it whenever a
+backward will follow and hand it back to the backward ops, whose CUDA tiled path (N > 64) then reads
+out and dout only in its first kernel instead of q, k, out and dout. Given or not, the gradients
+are the same to within the norms' rounding.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def test_forward_returns_inverse_norms(device, shape):
     args = _op_args(p)
     B_, H, N, _ = shape
     results = {
-        "fwd": ops.window_attention_fwd(*args)[2],
-        "dropout_fwd": ops.window_attention_dropout_fwd(*args, 0.0)[3],
+        "fwd": ops.window_attention_fwd(*args, True)[2],
+        "dropout_fwd": ops.window_attention_dropout_fwd(*args, 0.0, True)[3],
     }
     for name, got in results.items():
         assert got.shape == (2, B_, H, N) and got.dtype == torch.float32 and got.device == p.q.device, name
@@ -68,7 +69,7 @@ def test_packed_forward_returns_inverse_norms(device):
     dtype = torch.float32 if device == "cpu" else torch.float16
     p = make_problem(4, 3, 144, 32, dtype=dtype, device=device, mask="shift", layout="packed", seed=3)
     qkv = p.qkv.detach()
-    got = ops.window_attention_qkvpacked_fwd(qkv, 3, p.bias.detach(), p.mask, p.logit_scale.detach(), 1.0, 0.0)[3]
+    got = ops.window_attention_qkvpacked_fwd(qkv, 3, p.bias.detach(), p.mask, p.logit_scale.detach(), 1.0, 0.0, True)[3]
     assert got.shape == (2, 4, 3, 144)
     torch.testing.assert_close(got[0].double(), _inv_norms64(p.q), rtol=4e-6, atol=0.0)
     torch.testing.assert_close(got[1].double(), _inv_norms64(p.k), rtol=4e-6, atol=0.0)
@@ -79,8 +80,27 @@ def test_v1_returns_empty(device):
     dtype = torch.float32 if device == "cpu" else torch.float16
     p = make_problem(4, 2, 100, 32, dtype=dtype, device=device, version="v1", seed=2)
     args = _op_args(p)
-    for got in (ops.window_attention_fwd(*args)[2], ops.window_attention_dropout_fwd(*args, 0.0)[3]):
+    for got in (ops.window_attention_fwd(*args, True)[2], ops.window_attention_dropout_fwd(*args, 0.0, True)[3]):
         assert got.shape == (0,) and got.dtype == torch.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_not_asked_returns_empty(device):
+    """Without return_inv_norms the result is empty, also where autograd records a backward (the
+    node then keeps the norms for itself)."""
+    dtype = torch.float32 if device == "cpu" else torch.float16
+    p = make_problem(4, 2, 100, 32, dtype=dtype, device=device, mask="shift", seed=2)
+    args = _op_args(p)
+    assert ops.window_attention_fwd(*args)[2].shape == (0,)
+    assert ops.window_attention_dropout_fwd(*args, 0.0)[3].shape == (0,)
+    q, k, v = (t.detach().requires_grad_() for t in args[:3])
+    out, lse, norms = ops.window_attention_fwd(q, k, v, *args[3:])
+    assert norms.shape == (0,) and out.requires_grad
+    out2, _, norms2 = ops.window_attention_fwd(q, k, v, *args[3:], True)
+    assert norms2.shape == (2, 4, 2, 100)
+    g1 = torch.autograd.grad(out, [q, k, v], p.dout)
+    g2 = torch.autograd.grad(out2, [q, k, v], p.dout)
+    assert all(torch.equal(a, b) for a, b in zip(g1, g2))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -90,7 +110,7 @@ def test_backward_with_and_without_given_norms(device, shape):
     dtype = torch.float32 if device == "cpu" else torch.float16
     p = make_problem(*shape, dtype=dtype, device=device, mask="shift", seed=5)
     args = _op_args(p)
-    out, lse, norms = ops.window_attention_fwd(*args)
+    out, lse, norms = ops.window_attention_fwd(*args, True)
     own = ops.window_attention_bwd(p.dout, *args[:3], out, lse, *args[3:])
     given = ops.window_attention_bwd(p.dout, *args[:3], out, lse, *args[3:], norms)
     for name, a, b in zip(("dq", "dk", "dv", "dbias", "dlogit_scale"), own, given):
@@ -107,7 +127,7 @@ def test_backward_with_and_without_given_norms(device, shape):
 def test_backward_argument_errors():
     p = make_problem(2, 2, 16, 16, mask=None, seed=1)
     args = _op_args(p)
-    out, lse, norms = ops.window_attention_fwd(*args)
+    out, lse, norms = ops.window_attention_fwd(*args, True)
     bwd = ops.window_attention_bwd
     with pytest.raises(ValueError, match=r"qk_inv_norm must have shape \(2, B_, H, N\) = \(2, 2, 2, 16\)"):
         bwd(p.dout, *args[:3], out, lse, *args[3:], norms[:1])
@@ -119,7 +139,7 @@ def test_backward_argument_errors():
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     v1 = make_problem(2, 2, 16, 16, version="v1", mask=None, seed=1)
     a1 = _op_args(v1)
-    o1, l1, n1 = ops.window_attention_fwd(*a1)
+    o1, l1, n1 = ops.window_attention_fwd(*a1, True)
     with pytest.raises(ValueError, match="qk_inv_norm must be None or empty without logit_scale"):
         bwd(v1.dout, *a1[:3], o1, l1, *a1[3:], norms)
     bwd(v1.dout, *a1[:3], o1, l1, *a1[3:], n1)   # V1's own empty result is accepted
@@ -129,6 +149,6 @@ def test_backward_argument_errors():
 def test_cuda_backward_norms_device_mismatch():
     p = make_problem(2, 2, 100, 32, dtype=torch.float16, device="cuda", seed=4)
     args = _op_args(p)
-    out, lse, norms = ops.window_attention_fwd(*args)
+    out, lse, norms = ops.window_attention_fwd(*args, True)
     with pytest.raises(ValueError, match="qk_inv_norm"):
         ops.window_attention_bwd(p.dout, *args[:3], out, lse, *args[3:], norms.cpu())

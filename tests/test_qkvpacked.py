@@ -161,7 +161,8 @@ def test_opcheck():
     qkv, bias, mask, kw, dout = _inputs(B_, H, N, d, "v2", True, 2, torch.float32, "cpu")
     args = (qkv, H, bias, mask, kw["logit_scale"], 1.0, 0.0)
     torch.library.opcheck(torch.ops.flash_window_attn.window_attention_qkvpacked_fwd.default, args)
-    out, lse, rng, qk_inv_norm = torch.ops.flash_window_attn.window_attention_qkvpacked_fwd(*args)
+    torch.library.opcheck(torch.ops.flash_window_attn.window_attention_qkvpacked_fwd.default, args + (True,))
+    out, lse, rng, qk_inv_norm = torch.ops.flash_window_attn.window_attention_qkvpacked_fwd(*args, True)
     assert qk_inv_norm.shape == (2, B_, H, N) and qk_inv_norm.dtype == torch.float32
     bargs = (dout, qkv.detach(), out.detach(), lse.detach(), bias.detach(), mask, kw["logit_scale"].detach(), 1.0, H,
              0.0, rng)

@@ -92,7 +92,7 @@ def check(B, H, N, d, dtype, cosine, has_bias, has_mask, nW=4, packed=False):
         # poison the allocator
         junk = torch.full((64 << 20,), float("nan"), device="cuda")
         del junk
-        out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0 if cosine else scale)
+        out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0 if cosine else scale, True)
         grads = ops.window_attention_bwd(dout.to(dtype), q, k, v, out, lse, bias, mask, ls, 1.0 if cosine else scale,
                                          qk_inv_norm)
         torch.cuda.synchronize()
@@ -137,7 +137,7 @@ def bench(fn, iters=20, reps=7):
 
 def timing(B, H, N, d, dtype, nW):
     q, k, v, bias, mask, ls, scale = make_problem(B, H, N, d, dtype, True, True, True, nW, True)
-    out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0)
+    out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0, True)
     dout = torch.randn_like(out)
     tf = bench(lambda: ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0))
     tb = bench(lambda: ops.window_attention_bwd(dout, q, k, v, out, lse, bias, mask, ls, 1.0, qk_inv_norm))

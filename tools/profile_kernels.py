@@ -16,7 +16,7 @@ def run(B, H, N, d, nW, dtype=torch.float16):
     bias = torch.randn(H, N, N, device="cuda")
     mask = torch.where(torch.rand(nW, N, N, device="cuda") < 0.3, -100.0, 0.0)
     ls = torch.rand(H, device="cuda") + 1
-    out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0)
+    out, lse, qk_inv_norm = ops.window_attention_fwd(q, k, v, bias, mask, ls, 1.0, True)
     dout = torch.randn_like(out)
     ops.window_attention_bwd(dout, q, k, v, out, lse, bias, mask, ls, 1.0, qk_inv_norm)
     torch.cuda.synchronize()

@@ -192,12 +192,12 @@ at::Tensor make_lse(const at::Tensor& q) {
 }
 
 at::Tensor make_qk_inv_norm(const at::Tensor& q, const WindowAttnSizes& s) {
-  return s.cosine ? at::empty({2, s.B, s.H, s.N}, q.options().dtype(at::kFloat))
-                  : at::empty({0}, q.options().dtype(at::kFloat));
+  return s.cosine && s.inv_norms ? at::empty({2, s.B, s.H, s.N}, q.options().dtype(at::kFloat))
+                                 : at::empty({0}, q.options().dtype(at::kFloat));
 }
 
 at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const WindowAttnSizes& s) {
-  if (!s.cosine) return make_qk_inv_norm(q, s);
+  if (!s.cosine || !s.inv_norms) return make_qk_inv_norm(q, s);
   // 1 / max(||x||, eps) over the head dim in fp32, as F.normalize divides
   auto inv = [](const at::Tensor& x) {
     return at::linalg_vector_norm(x.to(at::kFloat), 2, at::IntArrayRef{-1}).clamp_min(1e-12).reciprocal();
@@ -246,10 +246,12 @@ at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at
 }
 
 TORCH_LIBRARY(flash_window_attn, m) {
-  // The forwards' last result is qk_inv_norm (make_qk_inv_norm: V2's inverse norms of q and k, (2, B_,
-  // H, N) fp32; V1 empty), which the backwards take back as their optional last argument.
+  // The forwards' last result is qk_inv_norm (make_qk_inv_norm: with return_inv_norms, V2's inverse
+  // norms of q and k, (2, B_, H, N) fp32; empty otherwise), which the backwards take back as their
+  // optional last argument. The autograd kernels always ask for it (and save it) where a backward
+  // will follow; without, the forward kernels skip the writes.
   m.def("window_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, Tensor? logit_scale, "
-        "float scale) -> (Tensor, Tensor, Tensor)");
+        "float scale, bool return_inv_norms=False) -> (Tensor, Tensor, Tensor)");
   m.def("window_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? bias, "
         "Tensor? mask, Tensor? logit_scale, float scale, Tensor? qk_inv_norm=None) -> "
         "(Tensor, Tensor, Tensor, Tensor, Tensor)");
@@ -257,7 +259,8 @@ TORCH_LIBRARY(flash_window_attn, m) {
   // offset) its keep mask was drawn from (int64, shape (2,), on q's device; (0,) for dropout_p == 0); the backward redraws
   // the same mask from it. Drawn from torch's default generator of q's device.
   m.def("window_attention_dropout_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, "
-        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor, Tensor)");
+        "Tensor? logit_scale, float scale, float dropout_p, bool return_inv_norms=False) -> "
+        "(Tensor, Tensor, Tensor, Tensor)");
   m.def("window_attention_dropout_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, "
         "Tensor? bias, Tensor? mask, Tensor? logit_scale, float scale, float dropout_p, Tensor rng_state, "
         "Tensor? qk_inv_norm=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");

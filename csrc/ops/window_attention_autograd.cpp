@@ -23,7 +23,7 @@ using torch::autograd::variable_list;
 
 using PackedFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, int64_t, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, double, double);
+    const std::optional<at::Tensor>&, double, double, bool);
 using PackedBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
@@ -47,19 +47,35 @@ void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what)
                     ": mask receives no gradient; pass mask.detach() (got a mask with requires_grad=True)");
 }
 
+// Whether a backward will follow this forward (any differentiable input requires grad with grad
+// mode on): then the forward op is asked for its inverse norms (qk_inv_norm), which the node saves
+// for the backward op. (Function::forward runs with grad mode off: decided before apply.)
+bool backward_follows(std::initializer_list<std::optional<at::Tensor>> inputs) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const auto& t : inputs)
+    if (t.has_value() && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+// The forward op's qk_inv_norm as its caller asked for it: the saved one, or the empty tensor
+// where the caller did not ask (the result's shape follows the op's own arguments).
+at::Tensor caller_norms(const at::Tensor& norms, bool asked) {
+  return asked ? norms : at::empty({0}, norms.options());
+}
+
 // ---------------------------------------------------------------------------------------------
 // window_attention_fwd / window_attention_dropout_fwd (q, k, v separate)
 
 using FwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                   const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-                                                  const std::optional<at::Tensor>&, double);
+                                                  const std::optional<at::Tensor>&, double, bool);
 using BwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&, double, const std::optional<at::Tensor>&);
 using DropoutFwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double, double);
+    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double, double, bool);
 using DropoutBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
     const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
@@ -100,24 +116,26 @@ class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> 
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                               const std::optional<at::Tensor>& logit_scale, double scale) {
+                               const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms,
+                               bool want_inv_norms) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse, qk_inv_norm] = fwd_op().call(q, k, v, bias, mask, logit_scale, scale);
+    auto [out, lse, qk_inv_norm] = fwd_op().call(q, k, v, bias, mask, logit_scale, scale, want_inv_norms);
     ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
                             logit_scale.value_or(at::Tensor()), qk_inv_norm});
     ctx->saved_data["scale"] = scale;
-    ctx->mark_non_differentiable({lse, qk_inv_norm});
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    ctx->mark_non_differentiable({lse, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, qk_inv_norm; undefined dout: see backward
-    return {out, lse, qk_inv_norm};
+    return {out, lse, norms_out};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &bias = saved[5], &logit_scale = saved[7];
-    if (!grads[0].defined()) return variable_list(7);   // out did not reach the loss
+    if (!grads[0].defined()) return variable_list(9);   // out did not reach the loss
     auto g = bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4], opt(bias),
                            opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble(), opt(saved[8]));
-    return input_grads(g, bias, logit_scale, 1);   // scale
+    return input_grads(g, bias, logit_scale, 3);   // scale, return_inv_norms, want_inv_norms
   }
 };
 
@@ -125,42 +143,49 @@ class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindow
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                               const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
+                               const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p,
+                               bool return_inv_norms, bool want_inv_norms) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse, rng_state, qk_inv_norm] = dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p);
+    auto [out, lse, rng_state, qk_inv_norm] =
+        dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p, want_inv_norms);
     ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
                             logit_scale.value_or(at::Tensor()), rng_state, qk_inv_norm});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    ctx->mark_non_differentiable({lse, rng_state, qk_inv_norm});
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    ctx->mark_non_differentiable({lse, rng_state, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
-    return {out, lse, rng_state, qk_inv_norm};
+    return {out, lse, rng_state, norms_out};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &bias = saved[5], &logit_scale = saved[7];
-    if (!grads[0].defined()) return variable_list(8);
+    if (!grads[0].defined()) return variable_list(10);
     auto g = dropout_bwd_op().call(unit_last_stride(grads[0]), saved[0], saved[1], saved[2], saved[3], saved[4],
                                    opt(bias), opt(saved[6]), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
                                    ctx->saved_data["dropout_p"].toDouble(), saved[8], opt(saved[9]));
-    return input_grads(g, bias, logit_scale, 2);   // scale, dropout_p
+    return input_grads(g, bias, logit_scale, 4);   // scale, dropout_p, return_inv_norms, want_inv_norms
   }
 };
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                        const std::optional<at::Tensor>& bias,
                                                        const std::optional<at::Tensor>& mask,
-                                                       const std::optional<at::Tensor>& logit_scale, double scale) {
-  variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale);
+                                                       const std::optional<at::Tensor>& logit_scale, double scale,
+                                                       bool return_inv_norms) {
+  const bool want = return_inv_norms || backward_follows({q, k, v, bias, logit_scale});
+  variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, return_inv_norms, want);
   return {r[0], r[1], r[2]};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_autograd(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p) {
-  variable_list r = DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p);
+    double dropout_p, bool return_inv_norms) {
+  const bool want = return_inv_norms || backward_follows({q, k, v, bias, logit_scale});
+  variable_list r =
+      DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
 }
 
@@ -171,25 +196,29 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, int64_t num_heads,
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                               const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
+                               const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p,
+                               bool return_inv_norms, bool want_inv_norms) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse, rng_state, qk_inv_norm] = packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
+    auto [out, lse, rng_state, qk_inv_norm] =
+        packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, want_inv_norms);
     ctx->save_for_backward({qkv, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
                             logit_scale.value_or(at::Tensor()), rng_state, qk_inv_norm});
     ctx->saved_data["num_heads"] = num_heads;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    ctx->mark_non_differentiable({lse, rng_state, qk_inv_norm});
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    ctx->mark_non_differentiable({lse, rng_state, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
-    return {out, lse, rng_state, qk_inv_norm};
+    return {out, lse, rng_state, norms_out};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &qkv = saved[0], &out = saved[1], &lse = saved[2], &bias = saved[3], &mask = saved[4],
                      &logit_scale = saved[5], &rng_state = saved[6], &qk_inv_norm = saved[7];
-    // one gradient per forward argument: qkv, num_heads, bias, mask, logit_scale, scale, dropout_p
-    variable_list result(7);
+    // one gradient per forward argument: qkv, num_heads, bias, mask, logit_scale, scale, dropout_p,
+    // return_inv_norms, want_inv_norms
+    variable_list result(9);
     if (!grads[0].defined()) return result;   // out did not reach the loss
     auto [dqkv, dbias, dlogit_scale] = packed_bwd_op().call(
         unit_last_stride(grads[0]), qkv, out, lse, opt(bias), opt(mask), opt(logit_scale), ctx->saved_data["scale"].toDouble(),
@@ -205,9 +234,11 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autograd(
     const at::Tensor& qkv, int64_t num_heads, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p) {
+    double dropout_p, bool return_inv_norms) {
   check_mask_no_grad(mask, "window_attention_qkvpacked");
-  variable_list r = QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
+  const bool want = return_inv_norms || backward_follows({qkv, bias, logit_scale});
+  variable_list r =
+      QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
 }
 

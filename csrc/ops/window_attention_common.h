@@ -11,7 +11,8 @@
 
 namespace flash_window_attn {
 
-struct WindowAttnSizes { int64_t B, H, N, d, nW; bool has_bias, has_mask, cosine; };  // nW = 1 when no mask
+// nW = 1 when no mask; inv_norms: the forward returns qk_inv_norm (its return_inv_norms argument)
+struct WindowAttnSizes { int64_t B, H, N, d, nW; bool has_bias, has_mask, cosine; bool inv_norms = false; };
 
 WindowAttnSizes check_fwd_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
@@ -23,10 +24,10 @@ at::Tensor bias_as_hnn(const at::Tensor& bias, int64_t H, int64_t N);      // vi
 at::Tensor logit_scale_as_h(const at::Tensor& logit_scale, int64_t H);      // view any H-element shape -> (H,)
 at::Tensor make_out(const at::Tensor& q);   // empty (B_,N,H,d) then transpose(1,2): shape (B_,H,N,d), q's dtype
 at::Tensor make_lse(const at::Tensor& q);   // empty (B_,H,N) fp32
-// The forward ops' last result, qk_inv_norm: V2 (cosine) the inverse norms 1 / max(||x||, 1e-12) of
-// q's rows ([0]) and k's rows ([1]) that the forward normalised with, (2, B_, H, N) fp32; V1 an
-// empty (0,) tensor. The backward takes it back (optional) so that it need not read q and k again
-// for them.
+// The forward ops' last result, qk_inv_norm: with return_inv_norms=True and V2 (cosine) the inverse
+// norms 1 / max(||x||, 1e-12) of q's rows ([0]) and k's rows ([1]) that the forward normalised with,
+// (2, B_, H, N) fp32; otherwise an empty (0,) tensor. The backward takes it back (optional) so that
+// it need not read q and k again for them.
 at::Tensor make_qk_inv_norm(const at::Tensor& q, const WindowAttnSizes& s);   // empty, that shape
 at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const WindowAttnSizes& s);  // computed
 // Checks a backward's qk_inv_norm argument; true when it holds the norms (V2, the shape above),
@@ -56,7 +57,7 @@ constexpr float kLogitScaleMax = 4.60517018598809136804f;
 // CPU implementations registered in window_attention.cpp (they run check_*_args themselves).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cpu(const at::Tensor& q, const at::Tensor& k,
     const at::Tensor& v, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale);
+    const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
@@ -71,7 +72,7 @@ void check_rng_state(const at::Tensor& rng_state, double dropout_p, const at::Te
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(const at::Tensor& q,
     const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p);
+    double dropout_p, bool return_inv_norms);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
@@ -100,7 +101,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(const at::Tensor& q,
     const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p);
+    double dropout_p, bool return_inv_norms);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_bwd_cuda_into(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,

@@ -549,8 +549,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cpu(const at
                                                             const at::Tensor& v, const std::optional<at::Tensor>& bias,
                                                             const std::optional<at::Tensor>& mask,
                                                             const std::optional<at::Tensor>& logit_scale,
-                                                            double scale) {
-  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+                                                            double scale, bool return_inv_norms) {
+  WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+  s.inv_norms = return_inv_norms;
   return fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{});
 }
 
@@ -566,8 +567,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cpu(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
-    double dropout_p) {
-  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    double dropout_p, bool return_inv_norms) {
+  WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+  s.inv_norms = return_inv_norms;
   check_dropout_p(dropout_p);
   at::Tensor rng_state = at::empty({dropout_p > 0.0 ? 2 : 0}, q.options().dtype(at::kLong));
   if (dropout_p > 0.0) {

@@ -137,7 +137,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fwd_cuda_impl(
 
     at::Tensor out = make_out(q);
     at::Tensor lse = make_lse(q);
-    at::Tensor qk_inv_norm = make_qk_inv_norm(q, s);   // written by the forward kernels (V2)
+    at::Tensor qk_inv_norm = make_qk_inv_norm(q, s);   // written by the forward kernels (V2, asked for)
     if (s.B == 0 || s.H == 0) return {out, lse, qk_inv_norm};
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
@@ -157,7 +157,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fwd_cuda_impl(
     p.v = ref(v_);
     p.out = ref(out);
     p.lse = lse.data_ptr<float>();
-    if (s.cosine) {
+    if (s.cosine && s.inv_norms) {
         p.q_inv_norm = qk_inv_norm.data_ptr<float>();
         p.k_inv_norm = p.q_inv_norm + s.B * s.H * s.N;
     }
@@ -175,8 +175,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fwd_cuda_impl(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale) {
-    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms) {
+    WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    s.inv_norms = return_inv_norms;
     const c10::cuda::CUDAGuard guard(q.device());
     return fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
 }
@@ -184,8 +185,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda(
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_dropout_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
-    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, bool return_inv_norms) {
+    WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
+    s.inv_norms = return_inv_norms;
     check_dropout_p(dropout_p);
     check_no_fp32_dropout(q, dropout_p);
     const c10::cuda::CUDAGuard guard(q.device());

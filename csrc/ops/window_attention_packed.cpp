@@ -2,7 +2,8 @@
 // a qkv projection (timm's Swin modules), and the backward returns the gradient of that tensor in
 // the same layout:
 //
-//   window_attention_qkvpacked_fwd(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p)
+//   window_attention_qkvpacked_fwd(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p,
+//                                  return_inv_norms=False)
 //       -> (out, lse, rng_state, qk_inv_norm)          as window_attention_dropout_fwd
 //   window_attention_qkvpacked_bwd(dout, qkv, out, lse, bias, mask, logit_scale, scale, num_heads,
 //                                  dropout_p, rng_state, qk_inv_norm=None)
@@ -50,7 +51,7 @@ constexpr const char* kPackedOp = "window_attention_qkvpacked: ";
 using PackedFwd = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using DropoutFwdFn = PackedFwd (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-                                   const std::optional<at::Tensor>&, double, double);
+                                   const std::optional<at::Tensor>&, double, double, bool);
 using Grads5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using DropoutBwdIntoFn = Grads5 (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
@@ -60,9 +61,10 @@ using DropoutBwdIntoFn = Grads5 (*)(const at::Tensor&, const at::Tensor&, const 
 
 PackedFwd packed_fwd(DropoutFwdFn fwd, const at::Tensor& qkv, int64_t num_heads,
                      const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p) {
+                     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p,
+                     bool return_inv_norms) {
   const QkvViews x = unpack_qkv(qkv, num_heads, kPackedOp);
-  return fwd(x.q, x.k, x.v, bias, mask, logit_scale, scale, dropout_p);
+  return fwd(x.q, x.k, x.v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> packed_bwd(
@@ -79,8 +81,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> packed_bwd(
 
 PackedFwd qkvpacked_fwd_cpu(const at::Tensor& qkv, int64_t num_heads, const std::optional<at::Tensor>& bias,
                             const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-                            double scale, double dropout_p) {
-  return packed_fwd(&window_attention_dropout_fwd_cpu, qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
+                            double scale, double dropout_p, bool return_inv_norms) {
+  return packed_fwd(&window_attention_dropout_fwd_cpu, qkv, num_heads, bias, mask, logit_scale, scale, dropout_p,
+                    return_inv_norms);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cpu(
@@ -95,8 +98,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cpu(
 #ifndef FWA_CPU_ONLY
 PackedFwd qkvpacked_fwd_cuda(const at::Tensor& qkv, int64_t num_heads, const std::optional<at::Tensor>& bias,
                              const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
-                             double scale, double dropout_p) {
-  return packed_fwd(&window_attention_dropout_fwd_cuda, qkv, num_heads, bias, mask, logit_scale, scale, dropout_p);
+                             double scale, double dropout_p, bool return_inv_norms) {
+  return packed_fwd(&window_attention_dropout_fwd_cuda, qkv, num_heads, bias, mask, logit_scale, scale, dropout_p,
+                    return_inv_norms);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cuda(
@@ -113,7 +117,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkvpacked_bwd_cuda(
 
 TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
   m.def("window_attention_qkvpacked_fwd(Tensor qkv, int num_heads, Tensor? bias, Tensor? mask, "
-        "Tensor? logit_scale, float scale, float dropout_p) -> (Tensor, Tensor, Tensor, Tensor)");
+        "Tensor? logit_scale, float scale, float dropout_p, bool return_inv_norms=False) -> "
+        "(Tensor, Tensor, Tensor, Tensor)");
   m.def("window_attention_qkvpacked_bwd(Tensor dout, Tensor qkv, Tensor out, Tensor lse, Tensor? bias, "
         "Tensor? mask, Tensor? logit_scale, float scale, int num_heads, float dropout_p, Tensor rng_state, "
         "Tensor? qk_inv_norm=None) -> (Tensor, Tensor, Tensor)");
