@@ -86,7 +86,8 @@ template <int kKeys> struct FwdWgmmaLayout {
     static constexpr uint32_t kQBytes = kTileM * kRowBytes;
     static constexpr uint32_t kKBytes = kKeys * kRowBytes;
     static constexpr uint32_t kVBytes = kKeys * kRowBytes;
-    // the key inverse norms, then the query rows' (kept for the epilogue, FwdParams::q_inv_norm)
+    // the key inverse norms, then the query rows' (copied to FwdParams::q_inv_norm after the
+    // norm phase's barrier)
     static constexpr uint32_t kKinvBytes = (kKeys + kTileM) * sizeof(float);
     // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and inverse norms
     static constexpr uint32_t kStageBytes = (kQBytes + kKBytes + kVBytes + 1023u) / 1024u * 1024u;
