@@ -14,6 +14,8 @@
 #   MAX_JOBS                      parallel compile jobs (handled by torch's BuildExtension + ninja).
 import glob
 import os
+import shlex
+import subprocess
 
 import torch
 import torch.utils.cpp_extension
@@ -26,6 +28,35 @@ PACKAGE = "flash_window_attn"
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def libstdcxx_link_args() -> list:
+    """The shared libstdc++ torch has loaded, where the C++ compiler would link libstdc++ statically.
+
+    A toolchain whose library path holds libstdc++.a but no libstdc++.so (e.g. a GCC bundle next to
+    the system's libstdc++.so.6, as on our GPU machine) links the extension with a static copy. With
+    Python's -Wl,-Bsymbolic-functions that copy's functions then run on the process's libstdc++
+    data (locale facets, registered by torch's libstdc++.so.6), and formatting an integer into an
+    error message crashed (SIGSEGV, session 37). Linking the libstdc++.so.6 of this process keeps a
+    single libstdc++. Elsewhere (the compiler finds a libstdc++.so) nothing is added.
+    """
+    cxx = shlex.split(os.environ.get("CXX", "c++"))
+    try:
+        found = subprocess.run(cxx + ["-print-file-name=libstdc++.so"], capture_output=True, text=True,
+                               timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if os.path.isabs(found) and os.path.exists(found):
+        return []
+    try:
+        with open("/proc/self/maps") as maps:   # (torch is imported above: its libstdc++ is mapped)
+            for line in maps:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith("libstdc++.so") and os.path.isabs(path):
+                    return [path]
+    except OSError:
+        pass
+    return []
 
 
 def rel_glob(pattern: str, recursive: bool = False) -> list:
@@ -46,7 +77,7 @@ def get_extensions():
         cxx_flags.append("-DPy_LIMITED_API=0x03090000")
     # The .so must depend on the libgomp that torch itself loads (same soname), so at::parallel_for's
     # inline OpenMP regions run in torch's thread pool.
-    link_args = ["-fopenmp"]
+    link_args = ["-fopenmp"] + libstdcxx_link_args()
     include_dirs = [os.path.join(ROOT, "csrc")]
 
     if cpu_only:
