@@ -248,8 +248,9 @@ at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at
 TORCH_LIBRARY(flash_window_attn, m) {
   // The forwards' last result is qk_inv_norm (make_qk_inv_norm: with return_inv_norms, V2's inverse
   // norms of q and k, (2, B_, H, N) fp32; empty otherwise), which the backwards take back as their
-  // optional last argument. The autograd kernels always ask for it (and save it) where a backward
-  // will follow; without, the forward kernels skip the writes.
+  // optional last argument. The autograd kernels ask for it (and save it) where a backward will
+  // follow and read it (window_attention_autograd.cpp: ask_inv_norms); without, the forward kernels
+  // skip the writes.
   m.def("window_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, Tensor? logit_scale, "
         "float scale, bool return_inv_norms=False) -> (Tensor, Tensor, Tensor)");
   m.def("window_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? bias, "

@@ -47,14 +47,27 @@ void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what)
                     ": mask receives no gradient; pass mask.detach() (got a mask with requires_grad=True)");
 }
 
-// Whether a backward will follow this forward (any differentiable input requires grad with grad
-// mode on): then the forward op is asked for its inverse norms (qk_inv_norm), which the node saves
-// for the backward op. (Function::forward runs with grad mode off: decided before apply.)
-bool backward_follows(std::initializer_list<std::optional<at::Tensor>> inputs) {
-  if (!at::GradMode::is_enabled()) return false;
-  for (const auto& t : inputs)
-    if (t.has_value() && t->defined() && t->requires_grad()) return true;
-  return false;
+// Whether to ask the forward op for its inverse norms (qk_inv_norm), which the node then saves for
+// the backward op: where a backward will follow (grad mode on and a differentiable input requiring
+// grad; Function::forward runs with grad mode off, so this is decided before apply) and that
+// backward reads them instead of q and k: V2 on the CUDA tiled path (16-bit inputs, N > 64). The
+// N <= 64 kernel computes its own from the tiles it holds and the CPU and fp32 paths recompute
+// theirs, so elsewhere the forward's writes would only cost (3 us at (4096, 3, 64)). N is x's size
+// in dimension n_dim; a symbolic N (torch.compile with dynamic shapes) asks without a guard on it,
+// so that one graph still serves every N.
+bool ask_inv_norms(const at::Tensor& x, int64_t n_dim, const std::optional<at::Tensor>& logit_scale,
+                   std::initializer_list<std::optional<at::Tensor>> inputs) {
+  if (!logit_scale.has_value() || !x.is_cuda() ||
+      (x.scalar_type() != at::kHalf && x.scalar_type() != at::kBFloat16) || !at::GradMode::is_enabled())
+    return false;
+  bool grad = false;
+  for (const auto& t : inputs) grad = grad || (t.has_value() && t->defined() && t->requires_grad());
+  if (!grad) return false;
+  if (x.dim() > n_dim) {
+    const std::optional<int64_t> N = x.sym_size(n_dim).maybe_as_int();
+    if (N.has_value() && *N <= 64) return false;
+  }
+  return true;
 }
 
 // The forward op's qk_inv_norm as its caller asked for it: the saved one, or the empty tensor
@@ -174,7 +187,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Ten
                                                        const std::optional<at::Tensor>& mask,
                                                        const std::optional<at::Tensor>& logit_scale, double scale,
                                                        bool return_inv_norms) {
-  const bool want = return_inv_norms || backward_follows({q, k, v, bias, logit_scale});
+  const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
   variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, return_inv_norms, want);
   return {r[0], r[1], r[2]};
 }
@@ -183,7 +196,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_au
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
-  const bool want = return_inv_norms || backward_follows({q, k, v, bias, logit_scale});
+  const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
   variable_list r =
       DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
@@ -236,7 +249,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autogra
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
   check_mask_no_grad(mask, "window_attention_qkvpacked");
-  const bool want = return_inv_norms || backward_follows({qkv, bias, logit_scale});
+  const bool want = return_inv_norms || ask_inv_norms(qkv, 1, logit_scale, {qkv, bias, logit_scale});
   variable_list r =
       QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
