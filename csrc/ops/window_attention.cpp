@@ -131,19 +131,42 @@ WindowAttnSizes check_common(const at::Tensor& q, const at::Tensor& k, const at:
   return s;
 }
 
+// A backward's qk_inv_norm argument: true when it holds the norms (V2, (2, B_, H, N) fp32), false
+// when it is None or an empty tensor (the backward then computes them).
+bool check_qk_inv_norm(const std::optional<at::Tensor>& qk_inv_norm, const at::Tensor& q, const WindowAttnSizes& s) {
+  if (!qk_inv_norm.has_value() || !qk_inv_norm->defined()) return false;
+  const at::Tensor& t = *qk_inv_norm;
+  if (!s.cosine) {
+    TORCH_CHECK_VALUE(t.numel() == 0, kOp, "qk_inv_norm must be None or empty without logit_scale (Swin V1 "
+                      "logits are not normalised), but has shape ", t.sizes());
+    return false;
+  }
+  if (t.dim() == 1 && t.size(0) == 0) return false;
+  TORCH_CHECK_VALUE(t.dim() == 4 && t.size(0) == 2 && t.size(1) == s.B && t.size(2) == s.H && t.size(3) == s.N, kOp,
+                    "qk_inv_norm must have shape (2, B_, H, N) = (2, ", s.B, ", ", s.H, ", ", s.N,
+                    ") (the forward's last result), but has shape ", t.sizes());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, kOp, "qk_inv_norm must have dtype float32, but has dtype ",
+                   t.scalar_type());
+  check_aux_device(t, "qk_inv_norm", q);
+  return true;
+}
+
 }  // namespace
 
 WindowAttnSizes check_fwd_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                               const std::optional<at::Tensor>& logit_scale, double scale) {
-  return check_common(q, k, v, bias, mask, logit_scale, scale);
+                               const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms) {
+  WindowAttnSizes s = check_common(q, k, v, bias, mask, logit_scale, scale);
+  s.inv_norms = return_inv_norms;
+  return s;
 }
 
 WindowAttnSizes check_bwd_args(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
                                const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                               const std::optional<at::Tensor>& logit_scale, double scale) {
-  const WindowAttnSizes s = check_common(q, k, v, bias, mask, logit_scale, scale);
+                               const std::optional<at::Tensor>& logit_scale, double scale,
+                               const std::optional<at::Tensor>& qk_inv_norm) {
+  WindowAttnSizes s = check_common(q, k, v, bias, mask, logit_scale, scale);
   check_qkv_tensor(dout, "dout", q);
   TORCH_CHECK_VALUE(out.sizes() == q.sizes(), kOp, "out must have q's shape ", q.sizes(), ", but has shape ",
                     out.sizes());
@@ -156,6 +179,7 @@ WindowAttnSizes check_bwd_args(const at::Tensor& dout, const at::Tensor& q, cons
   TORCH_CHECK_TYPE(lse.scalar_type() == at::kFloat, kOp, "lse must have dtype float32, but has dtype ",
                    lse.scalar_type());
   check_aux_device(lse, "lse", q);
+  s.inv_norms = check_qk_inv_norm(qk_inv_norm, q, s);
   return s;
 }
 
@@ -205,23 +229,6 @@ at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const Wind
   return at::stack({inv(q), inv(k)});
 }
 
-bool check_qk_inv_norm(const std::optional<at::Tensor>& qk_inv_norm, const at::Tensor& q, const WindowAttnSizes& s) {
-  if (!qk_inv_norm.has_value() || !qk_inv_norm->defined()) return false;
-  const at::Tensor& t = *qk_inv_norm;
-  if (!s.cosine) {
-    TORCH_CHECK_VALUE(t.numel() == 0, kOp, "qk_inv_norm must be None or empty without logit_scale (Swin V1 "
-                      "logits are not normalised), but has shape ", t.sizes());
-    return false;
-  }
-  if (t.dim() == 1 && t.size(0) == 0) return false;
-  TORCH_CHECK_VALUE(t.dim() == 4 && t.size(0) == 2 && t.size(1) == s.B && t.size(2) == s.H && t.size(3) == s.N, kOp,
-                    "qk_inv_norm must have shape (2, B_, H, N) = (2, ", s.B, ", ", s.H, ", ", s.N,
-                    ") (the forward's last result), but has shape ", t.sizes());
-  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, kOp, "qk_inv_norm must have dtype float32, but has dtype ",
-                   t.scalar_type());
-  check_aux_device(t, "qk_inv_norm", q);
-  return true;
-}
 
 at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias,
                         const at::Tensor& q) {

@@ -11,15 +11,17 @@
 
 namespace flash_window_attn {
 
-// nW = 1 when no mask; inv_norms: the forward returns qk_inv_norm (its return_inv_norms argument)
+// nW = 1 when no mask; inv_norms: qk_inv_norm holds the norms (forward: return_inv_norms asks for
+// them, V2; backward: the caller gave them)
 struct WindowAttnSizes { int64_t B, H, N, d, nW; bool has_bias, has_mask, cosine; bool inv_norms = false; };
 
 WindowAttnSizes check_fwd_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-    const std::optional<at::Tensor>& logit_scale, double scale);
+    const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms);
 WindowAttnSizes check_bwd_args(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale);
+    const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
+    const std::optional<at::Tensor>& qk_inv_norm);   // s.inv_norms: given (None or empty: not)
 at::Tensor bias_as_hnn(const at::Tensor& bias, int64_t H, int64_t N);      // view (1,H,N,N)->(H,N,N)
 at::Tensor logit_scale_as_h(const at::Tensor& logit_scale, int64_t H);      // view any H-element shape -> (H,)
 at::Tensor make_out(const at::Tensor& q);   // empty (B_,N,H,d) then transpose(1,2): shape (B_,H,N,d), q's dtype
@@ -30,9 +32,6 @@ at::Tensor make_lse(const at::Tensor& q);   // empty (B_,H,N) fp32
 // it need not read q and k again for them.
 at::Tensor make_qk_inv_norm(const at::Tensor& q, const WindowAttnSizes& s);   // empty, that shape
 at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const WindowAttnSizes& s);  // computed
-// Checks a backward's qk_inv_norm argument; true when it holds the norms (V2, the shape above),
-// false when it is None or an empty tensor (the backward then computes them).
-bool check_qk_inv_norm(const std::optional<at::Tensor>& qk_inv_norm, const at::Tensor& q, const WindowAttnSizes& s);
 // dbias / dlogit_scale finishing: fp32 accumulators -> caller-visible shape and dtype
 at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias, const at::Tensor& q);
 at::Tensor finish_dlogit(const at::Tensor& dlogit_h_fp32, const std::optional<at::Tensor>& logit_scale, const at::Tensor& q);

@@ -550,8 +550,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cpu(const at
                                                             const std::optional<at::Tensor>& mask,
                                                             const std::optional<at::Tensor>& logit_scale,
                                                             double scale, bool return_inv_norms) {
-  WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
-  s.inv_norms = return_inv_norms;
+  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
   return fwd_cpu_impl(q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{});
 }
 
@@ -559,8 +558,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, const std::optional<at::Tensor>& qk_inv_norm) {
-  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
-  check_qk_inv_norm(qk_inv_norm, q, s);   // (validated; the CPU recomputes them)
+  // (qk_inv_norm validated; the CPU recomputes the norms)
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s, CpuDropout{}, fresh_qkv_grads(q, k, v));
 }
 
@@ -568,8 +567,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_drop
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
-  WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
-  s.inv_norms = return_inv_norms;
+  const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
   check_dropout_p(dropout_p);
   at::Tensor rng_state = at::empty({dropout_p > 0.0 ? 2 : 0}, q.options().dtype(at::kLong));
   if (dropout_p > 0.0) {
@@ -592,10 +590,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state,
     const std::optional<at::Tensor>& qk_inv_norm) {
-  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
   check_dropout_p(dropout_p);
   check_rng_state(rng_state, dropout_p, q);
-  check_qk_inv_norm(qk_inv_norm, q, s);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
                       cpu_dropout(dropout_p, rng_state.cpu()), fresh_qkv_grads(q, k, v));
 }
@@ -605,10 +602,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& lse, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, const at::Tensor& rng_state,
     const std::optional<at::Tensor>& qk_inv_norm, const QkvGrads& grads) {
-  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+  const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
   check_dropout_p(dropout_p);
   check_rng_state(rng_state, dropout_p, q);
-  check_qk_inv_norm(qk_inv_norm, q, s);
   return bwd_cpu_impl(dout, q, k, v, bias, mask, logit_scale, scale, s,
                       cpu_dropout(dropout_p, rng_state.cpu()), grads);
 }

@@ -176,8 +176,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_attention_fwd_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, bool return_inv_norms) {
-    WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
-    s.inv_norms = return_inv_norms;
+    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
     const c10::cuda::CUDAGuard guard(q.device());
     return fwd_cuda_impl(q, k, v, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{});
 }
@@ -186,8 +185,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_attention_drop
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
     const std::optional<at::Tensor>& logit_scale, double scale, double dropout_p, bool return_inv_norms) {
-    WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale);
-    s.inv_norms = return_inv_norms;
+    const WindowAttnSizes s = check_fwd_args(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
     check_dropout_p(dropout_p);
     check_no_fp32_dropout(q, dropout_p);
     const c10::cuda::CUDAGuard guard(q.device());
@@ -227,7 +225,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
     double scale, const WindowAttnSizes& s, const fwa::DropoutArgs& drop, const QkvGrads& grads,
     const std::optional<at::Tensor>& qk_inv_norm) {
-    const bool norms_given = check_qk_inv_norm(qk_inv_norm, q, s) && use_given_inv_norms();
+    const bool norms_given = s.inv_norms && use_given_inv_norms();
     if (q.scalar_type() == at::kFloat)
         return window_attention_bwd_cuda_fp32(dout, q, k, v, out, lse, bias, mask, logit_scale,
                                               scale, s, grads);
@@ -327,7 +325,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
     double scale, const std::optional<at::Tensor>& qk_inv_norm) {
-    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
     const c10::cuda::CUDAGuard guard(q.device());
     return bwd_cuda_impl(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, s, fwa::DropoutArgs{},
                          fresh_qkv_grads(q, k, v), qk_inv_norm);
@@ -338,7 +336,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const at::Tensor& out, const at::Tensor& lse, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
     double scale, double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm) {
-    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
     check_dropout_p(dropout_p);
     check_rng_state(rng_state, dropout_p, q);
     check_no_fp32_dropout(q, dropout_p);
@@ -353,7 +351,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_at
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale,
     double scale, double dropout_p, const at::Tensor& rng_state, const std::optional<at::Tensor>& qk_inv_norm,
     const QkvGrads& grads) {
-    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale);
+    const WindowAttnSizes s = check_bwd_args(dout, q, k, v, out, lse, bias, mask, logit_scale, scale, qk_inv_norm);
     check_dropout_p(dropout_p);
     check_rng_state(rng_state, dropout_p, q);
     check_no_fp32_dropout(q, dropout_p);
