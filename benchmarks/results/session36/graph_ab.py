@@ -25,11 +25,16 @@ def parse(spec: str) -> "bw.Config":
     return bw.Config(*(int(x) for x in f[:6]), f[6])
 
 
-if __name__ == "__main__":
+def run_cli(measure, what: str) -> None:
+    """LABEL [SPEC ...] from the command line: measure(cfg, dtype) (us) at each spec, fp16 and bf16."""
     args = sys.argv[1:]
     label = args.pop(0) if args else "form"
     for spec in args or ["3"]:
         cfg = parse(spec)
         for dt in (torch.float16, torch.bfloat16):
-            us = graph_step_us(cfg, dt)
-            print(f"[{label}] {cfg.name:28s} {str(dt)[6:]:9s} fwd+bwd step (graph) {us:8.1f} us", flush=True)
+            us = measure(cfg, dt)
+            print(f"[{label}] {cfg.name:28s} {str(dt)[6:]:9s} {what} {us:8.1f} us", flush=True)
+
+
+if __name__ == "__main__":
+    run_cli(graph_step_us, "fwd+bwd step (graph)")

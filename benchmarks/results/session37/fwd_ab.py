@@ -9,19 +9,11 @@ SPEC as in session36/graph_ab.py: a bench config index, or B,H,N,d,nW,window,ver
 import os
 import sys
 
-import torch
-
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", ".."))
 sys.path.insert(0, os.path.join(here, "..", "session36"))
 import bench_window_attention as bw  # noqa: E402
-from graph_ab import parse  # noqa: E402
+from graph_ab import run_cli  # noqa: E402
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    label = args.pop(0) if args else "form"
-    for spec in args or ["3"]:
-        cfg = parse(spec)
-        for dt in (torch.float16, torch.bfloat16):
-            us = bw.op_forward_us(cfg, dt)
-            print(f"[{label}] {cfg.name:28s} {str(dt)[6:]:9s} forward {us:8.1f} us", flush=True)
+    run_cli(bw.op_forward_us, "forward")
