@@ -747,6 +747,9 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 if (tid < kTileM && row0 + tid < N) qn[row0 + tid] = kinv[kKeys + tid];
                 if (m_block == 0) {
                     float* kn = p.k_inv_norm + (b * p.H + h) * N;
+                    // (not unrolled: unrolled 4x, its copies made the bf16 Npad 256 kernels with
+                    // a 16- or 32-key last block spill 76 instead of 12 bytes)
+#pragma unroll 1
                     for (int c = tid; c < N; c += kFwdWgThreads) kn[c] = kinv[c];
                 }
             }
