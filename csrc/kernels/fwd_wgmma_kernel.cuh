@@ -77,12 +77,14 @@ constexpr float kFwdFixedMaxShift = 100.f;
 template <typename Element, int kKeys>
 constexpr bool fwd_wgmma_fixed_form() { return kKeys == 256 && std::is_same<Element, __nv_bfloat16>::value; }
 
-template <int kKeys> struct FwdWgmmaLayout {
+template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
     static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 64, 128, 192 or 256");
+    static_assert(kHeadDim == 32 || (kHeadDim == 64 && kKeys == 64), "head dim 32, or 64 at Npad 64");
     // Npad = 64: two buffers of q / k / v per warpgroup (the next window's copies overlap all of
     // this window's work: one 64-key block leaves nothing to hide them behind otherwise).
     static constexpr int kStages = kKeys == 64 ? 2 : 1;
-    static constexpr uint32_t kRowBytes = 64;                 // 32 16-bit elements
+    // rows of kHeadDim 16-bit elements: 64 bytes (64-byte swizzle) or 128 (128-byte swizzle)
+    static constexpr uint32_t kRowBytes = 2 * kHeadDim;
     static constexpr uint32_t kQBytes = kTileM * kRowBytes;
     static constexpr uint32_t kKBytes = kKeys * kRowBytes;
     static constexpr uint32_t kVBytes = kKeys * kRowBytes;
@@ -94,8 +96,8 @@ template <int kKeys> struct FwdWgmmaLayout {
     static constexpr uint32_t kGroupBytes = (kStages * kStageBytes + kKinvBytes + 1023u) / 1024u * 1024u;
     static constexpr int kBmPitch = kKeys + 8;                // fp32 pitch of the strip (float2 reads)
     static constexpr size_t kStripBytes = size_t(kTileM) * kBmPitch * sizeof(float);
-    // 16 rows of ones (one k16 step of the second 32-column panel of [v | 1]), 1024-aligned
-    static constexpr size_t kOnesBytes = 1024;
+    // 16 rows of ones (one k16 step of the second panel of [v | 1]), 1024-aligned
+    static constexpr size_t kOnesBytes = 16 * kRowBytes;
     static FWA_HOST_DEVICE size_t strip_offset(int groups) { return size_t(groups) * kGroupBytes; }
     static FWA_HOST_DEVICE size_t ones_offset(int groups) { return (strip_offset(groups) + kStripBytes + 1023) / 1024 * 1024; }
     // the fixed shifts of the strip's 64 rows (kFwdFixedMaxShift; Npad 256 only)
@@ -122,7 +124,17 @@ template <int kKeys> struct FwdWgmmaLayout {
 // 16 keys = 1024 kk bytes on, fwd_wg_v_desc_add); 8-key groups 512 bytes apart; the second
 // 32-column panel (columns 32..39 of the m64n40k16: the row sums of P) is `ones` (all 1, so its
 // swizzle does not matter), the leading byte offset away.
-FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, uint32_t ones) { return wgmma_desc(tile, ones - tile, 512, 2); }
+// Head dim 64 (Npad 64 only): 128-byte rows with the 128-byte swizzle (8-row groups 1024 bytes
+// apart, k16 step ks of q / k 32 ks bytes on within the row, a k16 step of [v | 1] 16 keys = 2048
+// bytes; the second panel, columns 64..71, is `ones`).
+template <int kHeadDim>
+FWA_DEVICE uint64_t fwd_wg_v_desc(uint32_t tile, uint32_t ones) {
+    return kHeadDim == 32 ? wgmma_desc(tile, ones - tile, 512, 2) : wgmma_desc(tile, ones - tile, 1024, 1);
+}
+template <int kHeadDim>
+FWA_DEVICE uint64_t fwd_wg_kmajor_desc(uint32_t tile) {
+    return kHeadDim == 32 ? sw64_kmajor_desc(tile) : wgmma_desc(tile, 16, 1024, 1);
+}
 // The descriptor of a tile `bytes` further on (a multiple of 16): for q / k wgmma_desc_add (the
 // start address field), for [v | 1] also the leading byte offset (bits 16-29: the distance to the
 // fixed ones panel shrinks by as much). Every field stays in range, so a 32-bit add of the low
@@ -196,28 +208,35 @@ FWA_DEVICE void load_fwd_strip(float* sBm, const FwdParams& p, int h, int w, int
     }
 }
 
-// The copies of both window forwards below into 64-byte-swizzled tiles (rows of 64 bytes: head
-// dim <= 32 at 16 bits) by a warpgroup: thread tid moves 16-byte chunk ld_j = tid % 4 of rows ld_r
-// + 32 i, ld_r = tid / 4, whose swizzled position in a row is the same for every i (32 rows = 4
-// swizzle periods). copy<kRows>: rows first_row .. first_row + kRows - 1 of one window (`win`: its
-// row 0, rs its row stride in elements), zero-filled beyond N and d. Offsets within a window in 32
-// bits (rows < 1024 apart; row strides are element counts of a few rows of a tensor:
-// window_fwd_wgmma_shape_ok), the chunk addresses advanced by 32 rows each: with the offsets
-// derived per chunk (or held in 64 bits), the compiler re-derived them from the parameters per
-// chunk (~25 instructions each, ~450 per window) or spilled.
-template <typename Element> struct Sw64RowCopier {
+// The copies of both window forwards below into swizzled tiles of kHeadDim 16-bit elements per row
+// (64-byte rows with the 64-byte swizzle at head dim 32, 128-byte rows with the 128-byte swizzle
+// at 64) by a warpgroup: thread tid moves 16-byte chunk ld_j = tid % kChunks of rows ld_r +
+// kRowStep i, ld_r = tid / kChunks, whose swizzled position in a row is the same for every i
+// (kRowStep = 32 or 16 rows: whole swizzle periods; 2048 bytes per step either way).
+// copy<kRows>: rows first_row .. first_row + kRows - 1 of one window (`win`: its row 0, rs its row
+// stride in elements), zero-filled beyond N and d. Offsets within a window in 32 bits (rows < 1024
+// apart; row strides are element counts of a few rows of a tensor: window_fwd_wgmma_shape_ok), the
+// chunk addresses advanced by kRowStep rows each: with the offsets derived per chunk (or held in 64
+// bits), the compiler re-derived them from the parameters per chunk (~25 instructions each, ~450
+// per window) or spilled.
+template <typename Element, int kHeadDim = 32> struct SwRowCopier {
+    static_assert(kHeadDim == 32 || kHeadDim == 64, "64- or 128-byte rows");
+    static constexpr int kChunks = kHeadDim / 8;        // 16-byte chunks per row
+    static constexpr int kRowStep = kFwdWgThreads / kChunks;
     int ld_r, ld_j;
     bool col_ok;
     uint32_t soff;
-    FWA_DEVICE Sw64RowCopier(int tid, int d)
-        : ld_r(tid >> 2), ld_j(tid & 3), col_ok((tid & 3) * 8 < d), soff(sw64_offset(tid >> 2, tid & 3)) {}
+    FWA_DEVICE SwRowCopier(int tid, int d)
+        : ld_r(tid / kChunks), ld_j(tid % kChunks), col_ok((tid % kChunks) * 8 < d),
+          soff(kHeadDim == 32 ? sw64_offset(tid / kChunks, tid % kChunks)
+                              : uint32_t((tid / kChunks) * 128 + (((tid % kChunks) ^ ((tid / kChunks) & 7)) << 4))) {}
     template <int kRows>
     FWA_DEVICE void copy(uint32_t tile, const Element* win, int rs, int first_row, int N, const Element* src) const {
-        constexpr int kPasses = (kRows + 31) / 32;
-        // (kRows < 32 or not a multiple: the threads past its last row copy nothing there)
-        auto in_tile = [&](int i) { return kRows % 32 == 0 || ld_r + 32 * i < kRows; };
+        constexpr int kPasses = (kRows + kRowStep - 1) / kRowStep;
+        // (kRows < kRowStep or not a multiple: the threads past its last row copy nothing there)
+        auto in_tile = [&](int i) { return kRows % kRowStep == 0 || ld_r + kRowStep * i < kRows; };
         const Element* gp = win + ((first_row + ld_r) * rs + ld_j * 8);
-        const int step = 32 * rs;
+        const int step = kRowStep * rs;
         if (col_ok && first_row + kRows <= N) {   // every row of the tile exists
 #pragma unroll
             for (int i = 0; i < kPasses; ++i) {
@@ -225,16 +244,17 @@ template <typename Element> struct Sw64RowCopier {
                 gp += step;
             }
         } else {
-            const int rows_left = N - first_row - ld_r;   // rows ld_r + 32 i < rows_left exist
+            const int rows_left = N - first_row - ld_r;   // rows ld_r + kRowStep i < rows_left exist
 #pragma unroll
             for (int i = 0; i < kPasses; ++i) {
-                const bool valid = col_ok && 32 * i < rows_left;
+                const bool valid = col_ok && kRowStep * i < rows_left;
                 if (in_tile(i)) cp_async_16(tile + soff + uint32_t(i) * 2048u, valid ? gp : src, valid ? 16 : 0);
                 gp += step;
             }
         }
     }
 };
+template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 
 // The row tail. Where the last 64-query block holds at most 16 rows of data (N = 144: rows
 // 128..143 of the padded 192; N = 196: 4 rows), a warpgroup's m64 tile spends 3/4 or more of its
@@ -473,13 +493,17 @@ __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tai
 
 static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
 
-// The last key block's width (fwd_wgmma_tail_keys): 16, 32, 48 or 64 keys.
-template <typename Element, int kKeys, int kTail>
+// The last key block's width (fwd_wgmma_tail_keys): 16, 32, 48 or 64 keys. kHeadDim: 32, or 64 at
+// Npad 64 (fwd_wgmma_hd64_ok).
+template <typename Element, int kKeys, int kTail, int kHeadDim = 32>
 __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
 window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #if FWA_HAS_WGMMA
     using Tr = ElementTraits<Element>;
-    using Layout = FwdWgmmaLayout<kKeys>;
+    using Layout = FwdWgmmaLayout<kKeys, kHeadDim>;
+    constexpr int kKSteps = kHeadDim / 16;   // k16 steps of q kᵀ (and of the norms' products)
+    constexpr int kONT = kHeadDim / 8 + 1;   // n8 tiles of o = P [v | 1]: the head dim, the row sums
+    constexpr uint32_t kRowBytes = Layout::kRowBytes;
     // Keys per S block: 64 (32 fp32 per thread), which fits the 128-register cap of 4 warpgroups
     // per CTA; S for all 256 keys at once spilled S itself even at 168 registers.
     constexpr int kBN = 64;
@@ -530,7 +554,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
-    const Sw64RowCopier<Element> cp(tid, d);
+    const SwRowCopier<Element, kHeadDim> cp(tid, d);
     // Stage st's tiles: q, then k, then v.
     auto stage_q = [&](int st) { return sGroup + uint32_t(st) * Layout::kStageBytes; };
     auto issue_qk = [&](int64_t b, int st) {
@@ -623,8 +647,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 
     // Stage 0's wgmma descriptors (q and k: k16 step 0; [v | 1]: keys 0..15); every other one is
     // an offset from these (wgmma_desc_add).
-    const uint64_t desc_q0 = sw64_kmajor_desc(stage_q(0));
-    const uint64_t desc_v0 = fwd_wg_v_desc(stage_q(0) + Layout::kQBytes + Layout::kKBytes, sOnes);
+    const uint64_t desc_q0 = fwd_wg_kmajor_desc<kHeadDim>(stage_q(0));
+    const uint64_t desc_v0 = fwd_wg_v_desc<kHeadDim>(stage_q(0) + Layout::kQBytes + Layout::kKBytes, sOnes);
 
     for (int ti = 0; ti < n_win; ++ti) {
         const int64_t b = window_of(ti);
@@ -685,17 +709,18 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             };
             // k kᵀ of key block `block`, k16 step ks (the last block: its first kTail columns)
             auto kk_block = [&](float (&acc)[8][4], int block, int ks) {
+                const uint32_t off = uint32_t(block) * 64u * kRowBytes;
                 if (kTail != 64 && block == kKB - 1)
-                    wgmma_s<Element, kTail>(*reinterpret_cast<float (*)[kTail / 8][4]>(&acc[0][0]),
-                                            k_desc(uint32_t(block) * 4096u, ks), k_desc(uint32_t(block) * 4096u, ks), ks > 0);
+                    wgmma_s<Element, kTail>(*reinterpret_cast<float (*)[kTail / 8][4]>(&acc[0][0]), k_desc(off, ks),
+                                            k_desc(off, ks), ks > 0);
                 else
-                    wgmma_s<Element, 64>(acc, k_desc(uint32_t(block) * 4096u, ks), k_desc(uint32_t(block) * 4096u, ks), ks > 0);
+                    wgmma_s<Element, 64>(acc, k_desc(off, ks), k_desc(off, ks), ks > 0);
             };
             {
                 float dq[8][4], dk0[8][4], dk1[8][4];
                 wgmma_fence();
 #pragma unroll
-                for (int ks = 0; ks < 2; ++ks) {
+                for (int ks = 0; ks < kKSteps; ++ks) {
                     wgmma_s<Element, 64>(dq, q_desc(ks), q_desc(ks), ks > 0);
                     kk_block(dk0, 0, ks);
                     if constexpr (kKB > 1) kk_block(dk1, 1, ks);
@@ -726,7 +751,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 float dk2[8][4], dk3[8][4];
                 wgmma_fence();
 #pragma unroll
-                for (int ks = 0; ks < 2; ++ks) {
+                for (int ks = 0; ks < kKSteps; ++ks) {
                     kk_block(dk2, 2, ks);
                     if constexpr (kKB > 3) kk_block(dk3, 3, ks);
                 }
@@ -758,11 +783,12 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         }
         // The keys in kTiles blocks of kBN, an online softmax across the blocks. m_run: the row
         // max so far (log2 units).
-        // o = P [v | 1]: columns 32..39 (o[4]) are the row sums of P as packed to 16 bits, the
-        // P that multiplies v (the tensor cores add them: 64 FADD per thread and block less).
-        float o[5][4];
+        // o = P [v | 1]: the 8 columns after the head dim (o[kONT - 1]) are the row sums of P as
+        // packed to 16 bits, the P that multiplies v (the tensor cores add them: 64 FADD per thread
+        // and block less).
+        float o[kONT][4];
 #pragma unroll
-        for (int i = 0; i < 5; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+        for (int i = 0; i < kONT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
         // (fixed_max: the rows' fixed shifts, for the lse; kept in registers across the window
         // loop, 2 more live values made ptxas spill ~5x more at Npad 256)
         float m_run[2] = {-INFINITY, -INFINITY};
@@ -780,12 +806,12 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 // the first kTailNT n8 tiles of the accumulator
                 float (&acc_t)[kTailNT][4] = *reinterpret_cast<float (*)[kTailNT][4]>(&acc[0][0]);
 #pragma unroll
-                for (int ks = 0; ks < 2; ++ks)
-                    wgmma_s<Element, kTail>(acc_t, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
+                for (int ks = 0; ks < kKSteps; ++ks)
+                    wgmma_s<Element, kTail>(acc_t, q_desc(ks), k_desc(uint32_t(kt * kBN) * kRowBytes, ks), ks > 0);
             } else {
 #pragma unroll
-                for (int ks = 0; ks < 2; ++ks)
-                    wgmma_s<Element, kBN>(acc, q_desc(ks), k_desc(uint32_t(kt * kBN * 64), ks), ks > 0);
+                for (int ks = 0; ks < kKSteps; ++ks)
+                    wgmma_s<Element, kBN>(acc, q_desc(ks), k_desc(uint32_t(kt * kBN) * kRowBytes, ks), ks > 0);
             }
             wgmma_commit();
         };
@@ -848,7 +874,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                     if (kt > 0) {
                         const float corr = fast_exp2(m_run[r] - m_use[r]);   // exp2(-inf) = 0
 #pragma unroll
-                        for (int i = 0; i < 5; ++i) {
+                        for (int i = 0; i < kONT; ++i) {
                             o[i][2 * r] *= corr;
                             o[i][2 * r + 1] *= corr;
                         }
@@ -880,7 +906,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             }
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < block_kk(kt); ++kk) wgmma_pv<Element, 40>(o, a[kk], fwd_wg_v_desc_add(dV, uint32_t(kt * kBN * 64 + kk * 1024)), 1);
+            for (int kk = 0; kk < block_kk(kt); ++kk)
+                wgmma_pv<Element, kHeadDim + 8>(o, a[kk], fwd_wg_v_desc_add(dV, uint32_t(kt * kBN + kk * 16) * kRowBytes), 1);
             wgmma_commit();
         }
         wgmma_wait<0>();   // the last P v
@@ -894,7 +921,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
         float inv_l[2], lse2[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const float l = o[4][2 * r];   // every column of o[4] holds the row sum
+            const float l = o[kONT - 1][2 * r];   // every column of the last n8 tile holds the row sum
             // l == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
             inv_l[r] = l == 0.f ? 0.f : fast_rcp(l);
             lse2[r] = l == 0.f ? INFINITY : (m_run[r] == -INFINITY ? 0.f : m_run[r]) + fast_log2(l);
@@ -907,7 +934,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             if (row < N) {
                 if (t4 == 0) p.lse[(b * p.H + h) * N + row] = lse2[r] * kLn2;
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
+                for (int i = 0; i < kHeadDim / 8; ++i)
                     if (i * 8 < d)
                         *reinterpret_cast<uint32_t*>(out + int64_t(row) * p.out.row_stride + i * 8 + 2 * t4) =
                             Tr::pack(o[i][2 * r] * inv_l[r], o[i][2 * r + 1] * inv_l[r]);
@@ -958,15 +985,15 @@ cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream)
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
-template <typename Element, int kKeys, int kTail>
+template <typename Element, int kKeys, int kTail, int kHeadDim = 32>
 cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
-    using Layout = FwdWgmmaLayout<kKeys>;
-    constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys, kTail>;
+    using Layout = FwdWgmmaLayout<kKeys, kHeadDim>;
+    constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys, kTail, kHeadDim>;
     FwdParams p = params;
     // The plan (warpgroups per CTA, CTAs per SM): the most warpgroups per SM, then fewer per CTA
     // (independent CTAs balance better). It depends on the device only (the strip is there with or
     // without bias and mask): cached per device.
-    static std::atomic<int> cache[kMaxDevices] = {};
+    static std::atomic<int> cache[kMaxDevices] = {};   // (per instantiation)
     std::atomic<int>& slot = cache[current_device()];
     int groups = 0, ctas = 0;
     const int forced = fwd_wgmma_forced_groups();
@@ -994,7 +1021,7 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     p.groups = groups;
     // (the row-tail kernel exists where fwd_wgmma_row_tail can hold: Npad 128 and 192, the last key
     // block 16 keys wide, or 64 where FWA_WINDOW_WGMMA_TAIL=0)
-    constexpr bool kRowTailForm = (kKeys == 128 || kKeys == 192) && (kTail == 16 || kTail == 64);
+    constexpr bool kRowTailForm = kHeadDim == 32 && (kKeys == 128 || kKeys == 192) && (kTail == 16 || kTail == 64);
     const bool row_tail = kRowTailForm && fwd_wgmma_row_tail(p.N);
     if (row_tail) {
         // the main grid: planned as for the rows of its query blocks

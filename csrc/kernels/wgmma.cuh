@@ -88,14 +88,15 @@ FWA_DEVICE void wgmma_s(float (&d)[kN / 8][4], uint64_t da, uint64_t db, int acc
     else { if constexpr (kHalf) wgmma_m64n128k16_ss_f16(d, da, db, acc); else wgmma_m64n128k16_ss_bf16(d, da, db, acc); }
 }
 // O (64 x kN) (+)= P V, P from registers, V (16 x kN) MN-major in shared memory; kN = the head
-// dim, 32, 64 or 128, or 40 (head dim 32 and 8 columns of ones: the row sums of P).
+// dim, 32, 64 or 128, or 40 / 72 (head dim 32 / 64 and 8 columns of ones: the row sums of P).
 template <typename Element, int kN>
 FWA_DEVICE void wgmma_pv(float (&d)[kN / 8][4], const uint32_t (&a)[4], uint64_t db, int acc) {
     constexpr bool kHalf = std::is_same<Element, __half>::value;
-    static_assert(kN == 32 || kN == 40 || kN == 64 || kN == 128, "32, 40, 64 or 128 columns");
+    static_assert(kN == 32 || kN == 40 || kN == 64 || kN == 72 || kN == 128, "32, 40, 64, 72 or 128 columns");
     if constexpr (kN == 32) { if constexpr (kHalf) wgmma_m64n32k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n32k16_rs_tb_bf16(d, a, db, acc); }
     else if constexpr (kN == 40) { if constexpr (kHalf) wgmma_m64n40k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n40k16_rs_tb_bf16(d, a, db, acc); }
     else if constexpr (kN == 64) { if constexpr (kHalf) wgmma_m64n64k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n64k16_rs_tb_bf16(d, a, db, acc); }
+    else if constexpr (kN == 72) { if constexpr (kHalf) wgmma_m64n72k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n72k16_rs_tb_bf16(d, a, db, acc); }
     else { if constexpr (kHalf) wgmma_m64n128k16_rs_tb_f16(d, a, db, acc); else wgmma_m64n128k16_rs_tb_bf16(d, a, db, acc); }
 }
 

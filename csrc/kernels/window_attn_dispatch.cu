@@ -181,6 +181,11 @@ bool window_fwd_wgmma_small_enabled() {
     return allowed;
 }
 
+bool window_fwd_wgmma_hd64_enabled() {
+    static const bool allowed = env_switch_on("FWA_WINDOW_WGMMA_HD64");
+    return allowed;
+}
+
 cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
     return FWA_HEADDIM_SWITCH(p.d, [&] {
         return dt == Dtype::kFloat16 ? run_fwd<__half, kHeadDim>(p, s)

@@ -62,8 +62,8 @@ def main() -> None:
         for n in (16, 32, 48, 64, 128):
             parts.append(ss(n, ty))
         # 32: the window backward's dv += Pᵀ dout, dk += dSᵀ q, dq += dS k at head dim 32;
-        # 40: the window forward's P [v | 1] at head dim 32 (row sums in the last 8 columns)
-        for n in (32, 40, 64, 128):
+        # 40 / 72: the window forward's P [v | 1] at head dim 32 / 64 (row sums in the last 8 columns)
+        for n in (32, 40, 64, 72, 128):
             parts.append(rs(n, ty))
     with open(OUT, "w") as f:
         f.write("".join(parts))
