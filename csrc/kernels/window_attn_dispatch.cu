@@ -136,8 +136,12 @@ bool window_attn_fwd_reads_bias_mask(const FwdParams& p, bool dropout) {
     // forward, its programmatic dependent, issues its first copies while the build runs: there the
     // rows from bias and mask cost more at each CTA's start than the build (session 33 run F:
     // (4096, 3, 49) 73.1 -> 77.5 us, against -1.3 us at N = 144 and -5 us at (512, 4, 256)).
-    return direct && !dropout && p.Npad >= 128 && window_attn_head_dim_bucket(p.d) == 32 &&
-           window_fwd_wgmma_shape_ok(p) && window_fwd_wgmma_enabled();
+    // At head dims 33..64 (Npad 64 only) a CTA is 4 warpgroups (512 threads load the strip once for
+    // ~8 windows per warpgroup at (1024, 4, 64, 64)), and the build is not overlapped as well (session
+    // 38 run F).
+    const int bucket = window_attn_head_dim_bucket(p.d);
+    const bool form = (p.Npad >= 128 && bucket == 32) || (p.Npad == kTileN && bucket == 64);
+    return direct && !dropout && form && window_fwd_wgmma_shape_ok(p) && window_fwd_wgmma_enabled();
 }
 
 bool window_bwd_wgmma_enabled() {
