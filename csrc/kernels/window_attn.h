@@ -219,8 +219,8 @@ inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     return dims && fits(p.q) && fits(p.k) && fits(p.v);
 }
 // True when window_attn_fwd runs a forward that reads FwdParams::bias / mask instead of bm (the
-// wgmma forward at Npad >= 128: window_fwd_wgmma_shape_ok, window_fwd_wgmma_enabled, head dim <= 32,
-// no dropout),
+// wgmma forward at Npad >= 128 and head dim <= 32, or at Npad 64 and head dim 33..64:
+// window_fwd_wgmma_shape_ok, window_fwd_wgmma_enabled, no dropout),
 // so that the op layer launches no bm build for it; FWA_WINDOW_FWD_DIRECT_BM=0 (A/B timing, tests)
 // keeps the build. p needs N, Npad, d and the q, k, v strides.
 bool window_attn_fwd_reads_bias_mask(const FwdParams& p, bool dropout);
