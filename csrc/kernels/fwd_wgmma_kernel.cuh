@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tai
 static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
 
 // The last key block's width (fwd_wgmma_tail_keys): 16, 32, 48 or 64 keys. kHeadDim: 32, or 64 at
-// Npad 64 (fwd_wgmma_hd64_ok).
+// Npad 64 (window_fwd_wgmma_shape_ok).
 template <typename Element, int kKeys, int kTail, int kHeadDim = 32>
 __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
 window_attn_fwd_wgmma_kernel(const FwdParams p) {
