@@ -517,8 +517,8 @@ def test_cuda_forward_placements_in_subprocess(config):
 # 90, 160; 48 at N = 33, 100, 230; 64 elsewhere), d < 32 (zero-filled columns), V1 / V2, with and
 # without bias+mask, a mask with fully masked (-inf) rows, clustered values, both dtypes, packed
 # (strided) and contiguous layouts; at Npad 64 (double-buffered tiles) enough windows that each
-# warpgroup walks several, and N = 1. The last six: head dims 33..64 at N <= 64 (the kernel's
-# 128-byte-row form), every last-block width, d < 64.
+# warpgroup walks several, and N = 1. The last ten: head dims 33..64 at N <= 128 (the kernel's
+# 128-byte-row form), every last-block width, d < 64, a last query block of 1 and 16 rows.
 _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 2, 144, 32, "float16", "v2", "shift", "normal"),
                     (256, 3, 49, 32, "bfloat16", "v2", "shift", "normal"), (128, 2, 64, 32, "float16", "v1", "shift", "clustered"),
                     (16, 2, 1, 32, "bfloat16", "v2", None, "normal"), (96, 2, 7, 16, "float16", "v1", None, "normal"),
@@ -533,7 +533,9 @@ _WGMMA_FWD_CASES = [(40, 3, 256, 32, "bfloat16", "v2", "shift", "normal"), (24, 
                     (24, 2, 208, 24, "bfloat16", "v2", "shift", "normal"),
                     (192, 2, 64, 64, "bfloat16", "v2", "shift", "normal"), (96, 3, 49, 64, "float16", "v1", "shift", "clustered"),
                     (64, 2, 20, 48, "bfloat16", "v2", "dead", "normal"), (40, 2, 7, 40, "float16", "v2", None, "clustered"),
-                    (48, 2, 33, 64, "bfloat16", "v1", None, "normal"), (8, 2, 1, 64, "float16", "v2", "shift", "normal")]
+                    (48, 2, 33, 64, "bfloat16", "v1", None, "normal"), (8, 2, 1, 64, "float16", "v2", "shift", "normal"),
+                    (32, 2, 100, 64, "bfloat16", "v2", "shift", "normal"), (24, 2, 128, 48, "float16", "v1", "shift", "clustered"),
+                    (16, 3, 65, 64, "bfloat16", "v2", None, "normal"), (20, 2, 80, 56, "float16", "v2", "dead", "normal")]
 
 
 @pytest.mark.cuda

@@ -451,7 +451,7 @@ template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
     constexpr int kMaxGroups = fwd_max_groups<kHeadDim>();
-    // Head dim <= 32 and N <= 256 (or head dim <= 64 and N <= 64) without dropout on sm_90a: the
+    // Head dim <= 32 and N <= 256 (or head dim <= 64 and N <= 128) without dropout on sm_90a: the
     // wgmma forward (fwd_wgmma_kernel.cuh; its own .cu files).
     if constexpr (kHeadDim == 32 && !kDropout) {
         if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
@@ -470,12 +470,18 @@ cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
             }
         }
     }
-    // Head dim 33..64 at N <= 64: the same kernel with 128-byte rows (window_fwd_wgmma_shape_ok).
+    // Head dim 33..64 at N <= 128: the same kernel with 128-byte rows (window_fwd_wgmma_shape_ok).
     if constexpr (kHeadDim == 64 && !kDropout) {
-        if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled())
-            return dispatch_block_width(fwd_wgmma_tail_keys(params.N, kTileN), [&](auto tail) {
-                return run_fwd_wgmma_hd64<Element, decltype(tail)::value>(params, stream);
-            });
+        if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
+            auto keys = [&](auto npad) -> cudaError_t {
+                constexpr int kKeys = decltype(npad)::value;
+                return dispatch_block_width(fwd_wgmma_tail_keys(params.N, kKeys), [&](auto tail) {
+                    return run_fwd_wgmma_hd64<Element, kKeys, decltype(tail)::value>(params, stream);
+                });
+            };
+            return params.Npad == kTileN ? keys(std::integral_constant<int, 64>())
+                                         : keys(std::integral_constant<int, 128>());
+        }
     }
     FwdParams p = params;
     const bool has_bm = p.bm != nullptr;

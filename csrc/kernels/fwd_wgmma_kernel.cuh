@@ -1,5 +1,5 @@
 // Window-attention forward on Hopper warpgroup MMA (sm_90a) for head dim <= 32 and
-// N <= 256 (Npad 64, 128, 192, 256), and for head dim <= 64 at N <= 64, without attention dropout.
+// N <= 256 (Npad 64, 128, 192, 256), and for head dim <= 64 at N <= 128, without attention dropout.
 //
 //   S = f(q kᵀ) + bm, P = softmax(S) (fp32, online over 64-key blocks), out = P v, lse = log Σ exp S
 //
@@ -34,11 +34,11 @@
 // the issue slots: latency bound with 4 warps per scheduler. (tools/proto/wgmma_fwd_n256_d32.cu,
 // V1 with one strip and S for all 256 keys at once, ran 0.261 ms for 6144 windows; the product's
 // V2 factors, norms, strided copies, partial blocks and lse cost the difference.)
-// Head dim 33..64 (kHeadDim = 64, Npad 64 only; session 38): 128-byte rows with the 128-byte
+// Head dim 33..64 (kHeadDim = 64, Npad 64 and 128; session 38): 128-byte rows with the 128-byte
 // swizzle, 4 k16 steps of q kᵀ and of the norms' products, P [v | 1] as wgmma m64n72k16; the same
-// code otherwise (4 warpgroups of 110 registers, 217 KB of shared memory per CTA). H100, V2 +
-// bias + mask, op forward: (1024, 4, 64, 64) 66.2 -> 62.5 us against the mma.sync kernel,
-// (256, 4, 49, 64) 22.5 -> 19.7.
+// code otherwise (4 warpgroups of 110 registers and 217 KB of shared memory per CTA at Npad 64,
+// 114-124 registers and 201 KB at Npad 128; no spill). H100, V2 + bias + mask, op forward:
+// (1024, 4, 64, 64) 66.2 -> 62.5 us against the mma.sync kernel, (256, 4, 49, 64) 22.5 -> 19.7.
 // At Npad = 64 (one key block) each warpgroup double-buffers its q / k / v tiles, the next
 // window's copies in flight during all of this window's work (session 19 runs 1-3, bf16, V2 +
 // bias + mask: op forward (4096, 3, 64) 0.099 -> 0.093 ms against the mma.sync kernel, N = 49
@@ -84,7 +84,7 @@ constexpr bool fwd_wgmma_fixed_form() { return kKeys == 256 && std::is_same<Elem
 
 template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
     static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 64, 128, 192 or 256");
-    static_assert(kHeadDim == 32 || (kHeadDim == 64 && kKeys == 64), "head dim 32, or 64 at Npad 64");
+    static_assert(kHeadDim == 32 || (kHeadDim == 64 && kKeys <= 128), "head dim 32, or 64 at Npad 64 / 128");
     // Npad = 64: two buffers of q / k / v per warpgroup (the next window's copies overlap all of
     // this window's work: one 64-key block leaves nothing to hide them behind otherwise).
     static constexpr int kStages = kKeys == 64 ? 2 : 1;
@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tai
 static_assert(kFwdWgThreads == 128, "a group is one warpgroup (group_sync)");
 
 // The last key block's width (fwd_wgmma_tail_keys): 16, 32, 48 or 64 keys. kHeadDim: 32, or 64 at
-// Npad 64 (window_fwd_wgmma_shape_ok).
+// Npad 64 and 128 (window_fwd_wgmma_shape_ok).
 template <typename Element, int kKeys, int kTail, int kHeadDim = 32>
 __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
 window_attn_fwd_wgmma_kernel(const FwdParams p) {

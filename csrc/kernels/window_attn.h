@@ -191,9 +191,9 @@ template <typename Element, int kHeadDim> cudaError_t run_fwd(const FwdParams& p
 // window_fwd_wgmma_enabled().
 // kTail: the keys (16, 32, 48 or 64) its last 64-key block computes, fwd_wgmma_tail_keys.
 template <typename Element, int kKeys, int kTail> cudaError_t run_fwd_wgmma(const FwdParams& p, cudaStream_t s);
-// The same forward at head dim 33..64 and Npad 64 (128-byte rows; run_fwd<Element, 64> calls it
-// where window_fwd_wgmma_shape_ok and window_fwd_wgmma_enabled hold).
-template <typename Element, int kTail> cudaError_t run_fwd_wgmma_hd64(const FwdParams& p, cudaStream_t s);
+// The same forward at head dim 33..64 and Npad = kKeys of 64 or 128 (128-byte rows; run_fwd<Element,
+// 64> calls it where window_fwd_wgmma_shape_ok and window_fwd_wgmma_enabled hold).
+template <typename Element, int kKeys, int kTail> cudaError_t run_fwd_wgmma_hd64(const FwdParams& p, cudaStream_t s);
 // The width of the wgmma forward's last key block for N keys padded to Npad (and of the backward
 // query side's at Npad 192, bwd_q_wg_kernel.cuh): the keys N leaves in it rounded up to 16 (N = 144,
 // Npad 192: 16, where a 64-key block spent 3/4 of its products and exponentials on padded keys), or
@@ -205,21 +205,22 @@ int fwd_wgmma_tail_keys(int N, int Npad);
 bool window_fwd_wgmma_enabled();
 // True unless FWA_WINDOW_WGMMA_SMALL=0: the wgmma forward also takes N <= 64 (Npad 64).
 bool window_fwd_wgmma_small_enabled();
-// True unless FWA_WINDOW_WGMMA_HD64=0: the wgmma forward also takes head dims 33..64 at N <= 64.
+// True unless FWA_WINDOW_WGMMA_HD64=0: the wgmma forward also takes head dims 33..64 at N <= 128.
 bool window_fwd_wgmma_hd64_enabled();
 // The shapes the wgmma forward takes: N <= 256 (Npad 64 where window_fwd_wgmma_small_enabled(),
-// 128, 192, 256) at d <= 32, N <= 64 at d <= 64 (window_fwd_wgmma_hd64_enabled()), and rows whose
+// 128, 192, 256) at d <= 32, N <= 128 at d <= 64 (window_fwd_wgmma_hd64_enabled(); Npad 64 also
+// where window_fwd_wgmma_small_enabled()), and rows whose
 // offsets within a window fit 32 bits (its copies address them so: fewer live registers).
 inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     const int64_t lim = int64_t(1) << 31;
     auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
     const bool dims = p.d <= 32 ? (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= 256
-                                : p.d <= 64 && p.Npad == kTileN && window_fwd_wgmma_small_enabled() &&
-                                      window_fwd_wgmma_hd64_enabled();
+                                : p.d <= 64 && (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) &&
+                                      p.Npad <= 2 * kTileN && window_fwd_wgmma_hd64_enabled();
     return dims && fits(p.q) && fits(p.k) && fits(p.v);
 }
 // True when window_attn_fwd runs a forward that reads FwdParams::bias / mask instead of bm (the
-// wgmma forward at Npad >= 128 and head dim <= 32, or at Npad 64 and head dim 33..64:
+// wgmma forward at Npad >= 128 and head dim <= 32, or at head dim 33..64:
 // window_fwd_wgmma_shape_ok, window_fwd_wgmma_enabled, no dropout),
 // so that the op layer launches no bm build for it; FWA_WINDOW_FWD_DIRECT_BM=0 (A/B timing, tests)
 // keeps the build. p needs N, Npad, d and the q, k, v strides.

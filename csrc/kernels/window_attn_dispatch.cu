@@ -136,11 +136,11 @@ bool window_attn_fwd_reads_bias_mask(const FwdParams& p, bool dropout) {
     // forward, its programmatic dependent, issues its first copies while the build runs: there the
     // rows from bias and mask cost more at each CTA's start than the build (session 33 run F:
     // (4096, 3, 49) 73.1 -> 77.5 us, against -1.3 us at N = 144 and -5 us at (512, 4, 256)).
-    // At head dims 33..64 (Npad 64 only) a CTA is 4 warpgroups: 512 threads load its strip once for
+    // At head dims 33..64 (Npad 64 and 128) a CTA is 4 warpgroups: 512 threads load its strip once for
     // ~8 windows per warpgroup at (1024, 4, 64, 64), where reading bias and mask beat the build
     // (session 38 run F: 61.7-62.1 -> 60.3-60.7 us, V1 and V2; (256, 4, 49, 64) 19.5-19.7 -> 19.1-19.8).
     const int bucket = window_attn_head_dim_bucket(p.d);
-    const bool form = (p.Npad >= 128 && bucket == 32) || (p.Npad == kTileN && bucket == 64);
+    const bool form = (p.Npad >= 128 && bucket == 32) || bucket == 64;
     return direct && !dropout && form && window_fwd_wgmma_shape_ok(p) && window_fwd_wgmma_enabled();
 }
 

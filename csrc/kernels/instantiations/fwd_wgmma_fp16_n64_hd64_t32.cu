@@ -3,7 +3,7 @@
 
 namespace fwa {
 template <>
-cudaError_t run_fwd_wgmma_hd64<__half, 32>(const FwdParams& p, cudaStream_t s) {
+cudaError_t run_fwd_wgmma_hd64<__half, 64, 32>(const FwdParams& p, cudaStream_t s) {
     return launch_fwd_wgmma<__half, 64, 32, 64>(p, s);
 }
 }  // namespace fwa
