@@ -604,7 +604,7 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
 
 @pytest.mark.cuda
 def test_cuda_wgmma_forward_reads_bias_mask_bitwise_in_subprocess(tmp_path):
-    """The wgmma forward at Npad >= 128 (and at Npad 64 for head dims 33..64) builds its rows of bias +
+    """The wgmma forward at Npad >= 128 (and at Npad 64 / 128 for head dims 33..64) builds its rows of bias +
     mask itself, from the bias and mask tensors (no bm build launch before it:
     window_attn_fwd_reads_bias_mask), with the bm build's
     operations; FWA_WINDOW_FWD_DIRECT_BM=0 builds bm first, as the other kernels read it. out and
