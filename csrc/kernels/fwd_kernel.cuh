@@ -451,36 +451,23 @@ template <typename Element, int kHeadDim, bool kDropout>
 cudaError_t launch_fwd_impl(const FwdParams& params, cudaStream_t stream) {
     using Layout = FwdLayout<kHeadDim>;
     constexpr int kMaxGroups = fwd_max_groups<kHeadDim>();
-    // Head dim <= 32 and N <= 256 (or head dim <= 64 and N <= 128) without dropout on sm_90a: the
-    // wgmma forward (fwd_wgmma_kernel.cuh; its own .cu files).
-    if constexpr (kHeadDim == 32 && !kDropout) {
+    // Head dim <= 32 and N <= 256, or head dim 33..64 and N <= 128 (128-byte rows), without dropout
+    // on sm_90a: the wgmma forward (fwd_wgmma_kernel.cuh; window_fwd_wgmma_shape_ok).
+    if constexpr ((kHeadDim == 32 || kHeadDim == 64) && !kDropout) {
         if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
             // (Npad, last block's keys): one instantiation each, in its own .cu file
             auto keys = [&](auto npad) -> cudaError_t {
                 constexpr int kKeys = decltype(npad)::value;
                 return dispatch_block_width(fwd_wgmma_tail_keys(params.N, kKeys), [&](auto tail) {
-                    return run_fwd_wgmma<Element, kKeys, decltype(tail)::value>(params, stream);
+                    constexpr int kTail = decltype(tail)::value;
+                    if constexpr (kHeadDim == 32) return run_fwd_wgmma<Element, kKeys, kTail>(params, stream);
+                    else return run_fwd_wgmma_hd64<Element, kKeys, kTail>(params, stream);
                 });
             };
-            switch (params.Npad) {
-                case 64: return keys(std::integral_constant<int, 64>());
-                case 128: return keys(std::integral_constant<int, 128>());
-                case 192: return keys(std::integral_constant<int, 192>());
-                default: return keys(std::integral_constant<int, 256>());
-            }
-        }
-    }
-    // Head dim 33..64 at N <= 128: the same kernel with 128-byte rows (window_fwd_wgmma_shape_ok).
-    if constexpr (kHeadDim == 64 && !kDropout) {
-        if (window_fwd_wgmma_shape_ok(params) && window_fwd_wgmma_enabled()) {
-            auto keys = [&](auto npad) -> cudaError_t {
-                constexpr int kKeys = decltype(npad)::value;
-                return dispatch_block_width(fwd_wgmma_tail_keys(params.N, kKeys), [&](auto tail) {
-                    return run_fwd_wgmma_hd64<Element, kKeys, decltype(tail)::value>(params, stream);
-                });
-            };
-            return params.Npad == kTileN ? keys(std::integral_constant<int, 64>())
-                                         : keys(std::integral_constant<int, 128>());
+            if (params.Npad == 64) return keys(std::integral_constant<int, 64>());
+            if (kHeadDim == 64 || params.Npad == 128) return keys(std::integral_constant<int, 128>());
+            if constexpr (kHeadDim == 32)
+                return params.Npad == 192 ? keys(std::integral_constant<int, 192>()) : keys(std::integral_constant<int, 256>());
         }
     }
     FwdParams p = params;
