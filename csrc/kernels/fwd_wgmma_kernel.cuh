@@ -233,8 +233,7 @@ template <typename Element, int kHeadDim = 32> struct SwRowCopier {
     uint32_t soff;
     FWA_DEVICE SwRowCopier(int tid, int d)
         : ld_r(tid / kChunks), ld_j(tid % kChunks), col_ok((tid % kChunks) * 8 < d),
-          soff(kHeadDim == 32 ? sw64_offset(tid / kChunks, tid % kChunks)
-                              : uint32_t((tid / kChunks) * 128 + (((tid % kChunks) ^ ((tid / kChunks) & 7)) << 4))) {}
+          soff(kHeadDim == 32 ? sw64_offset(tid / kChunks, tid % kChunks) : sw128_offset(tid / kChunks, tid % kChunks)) {}
     template <int kRows>
     FWA_DEVICE void copy(uint32_t tile, const Element* win, int rs, int first_row, int N, const Element* src) const {
         constexpr int kPasses = (kRows + kRowStep - 1) / kRowStep;

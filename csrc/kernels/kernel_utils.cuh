@@ -50,6 +50,9 @@ FWA_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
 // at 16 bits; the wgmma kernels' operand layout, swizzle mode 2): chunk j sits at position
 // j ^ ((r >> 1) & 3), a pattern of 8 rows (512 bytes), so such tiles start 512-byte aligned.
 FWA_DEVICE uint32_t sw64_offset(int r, int j) { return uint32_t(r * 64 + ((j ^ ((r >> 1) & 3)) << 4)); }
+// The same for 128-byte rows (head dim 64 at 16 bits; swizzle mode 1): chunk j (0..7) of row r at
+// position j ^ (r & 7), a pattern of 8 rows (1024 bytes).
+FWA_DEVICE uint32_t sw128_offset(int r, int j) { return uint32_t(r * 128 + ((j ^ (r & 7)) << 4)); }
 // 4-byte async copy (for fp32 row statistics, whose rows need not be 16-byte aligned).
 FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),

@@ -207,17 +207,15 @@ bool window_fwd_wgmma_enabled();
 bool window_fwd_wgmma_small_enabled();
 // True unless FWA_WINDOW_WGMMA_HD64=0: the wgmma forward also takes head dims 33..64 at N <= 128.
 bool window_fwd_wgmma_hd64_enabled();
-// The shapes the wgmma forward takes: N <= 256 (Npad 64 where window_fwd_wgmma_small_enabled(),
-// 128, 192, 256) at d <= 32, N <= 128 at d <= 64 (window_fwd_wgmma_hd64_enabled(); Npad 64 also
-// where window_fwd_wgmma_small_enabled()), and rows whose
-// offsets within a window fit 32 bits (its copies address them so: fewer live registers).
+// The shapes the wgmma forward takes: N <= 256 at d <= 32, N <= 128 at d <= 64
+// (window_fwd_wgmma_hd64_enabled()), Npad 64 only where window_fwd_wgmma_small_enabled(), and rows
+// whose offsets within a window fit 32 bits (its copies address them so: fewer live registers).
 inline bool window_fwd_wgmma_shape_ok(const FwdParams& p) {
     const int64_t lim = int64_t(1) << 31;
     auto fits = [&](const TensorRef& t) { return int64_t(p.Npad) * t.row_stride < lim; };
-    const bool dims = p.d <= 32 ? (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= 256
-                                : p.d <= 64 && (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) &&
-                                      p.Npad <= 2 * kTileN && window_fwd_wgmma_hd64_enabled();
-    return dims && fits(p.q) && fits(p.k) && fits(p.v);
+    const int max_npad = p.d <= 32 ? 256 : (p.d <= 64 && window_fwd_wgmma_hd64_enabled() ? 2 * kTileN : 0);
+    return (p.Npad > kTileN || window_fwd_wgmma_small_enabled()) && p.Npad <= max_npad && fits(p.q) &&
+           fits(p.k) && fits(p.v);
 }
 // True when window_attn_fwd runs a forward that reads FwdParams::bias / mask instead of bm (the
 // wgmma forward at Npad >= 128 and head dim <= 32, or at head dim 33..64:

@@ -229,7 +229,6 @@ at::Tensor qk_inv_norm_aten(const at::Tensor& q, const at::Tensor& k, const Wind
   return at::stack({inv(q), inv(k)});
 }
 
-
 at::Tensor finish_dbias(const at::Tensor& dbias_hnn_fp32, const std::optional<at::Tensor>& bias,
                         const at::Tensor& q) {
   if (!bias.has_value()) {
