@@ -105,7 +105,7 @@ FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const Local
 // Persistent: each CTA takes one item per round (see the producer), so the producer streams the
 // next item's q and first k / v while the consumers finish the last steps and the epilogue of the
 // current one.
-template <typename Element, int kHeadDim, int kCons, int kStages>
+template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferPv>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_ws_kernel(const __grid_constant__ LocalFwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
@@ -257,6 +257,15 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         float s[kNT][4];
         uint32_t pa[kKK][4];
 
+        // kDeferPv: a step's P v is issued with the next computed step's S and runs while that
+        // step's softmax does (its wgmma group completes after S's), so each consumer keeps the
+        // tensor pipe busy during its own exponentials, not only during the other consumers'. The
+        // accumulator sees the same operations in the same order (o *= corr_j after P_{j-1} v_{j-1},
+        // before P_j v_j): the outputs are bitwise those of the undeferred form. The stage of a
+        // deferred P v is released once that product completed (a consumer holds two stages: the
+        // launch gives it 3). A half step is the consumer's last of the item: its P v runs at once.
+        bool pend = false;   // warpgroup-uniform: a deferred P v (of stage pend_st, pa) is in flight
+        int pend_st = 0;
         for (int it = 0; it < n_steps; ++it, ++gstep) {
             const int st = gstep % kStages;
             const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
@@ -264,8 +273,12 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             const int kt = kt_first + kT * it;
             // The step's products (see local_fwd_wgmma_kernel.cuh); a half step when its second
             // tile lies past this warpgroup's band.
-            auto step = [&](auto half_step) {
+            // kPend: a deferred P v is in flight (compile-time, so that every path that issued it
+            // also waits for it before its registers are touched: ptxas serialises the wgmmas
+            // otherwise, C7513 / C7514).
+            auto step = [&](auto half_step, auto pend_tag) {
                 constexpr bool kHalf = decltype(half_step)::value;
+                constexpr bool kPend = decltype(pend_tag)::value;
                 wgmma_fence();
                 if constexpr (kHalf) {
                     float(&s_lo)[kTileN / 8][4] = *reinterpret_cast<float(*)[kTileN / 8][4]>(&s[0][0]);
@@ -276,7 +289,15 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     for (int ks = 0; ks < kKS; ++ks) wgmma_s<Element, kKeys>(s, qk_desc(sQ, ks), qk_desc(kst, ks), ks > 0);
                 }
                 wgmma_commit();
-                wgmma_wait<0>();
+                if constexpr (kPend) {
+                    const uint32_t vp = sV + pend_st * Smem::kKVStage;
+#pragma unroll
+                    for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
+                    wgmma_commit();
+                    wgmma_wait<1>();
+                } else {
+                    wgmma_wait<0>();
+                }
                 wgmma_fence_operand(s);
                 if constexpr (kHalf) {
 #pragma unroll
@@ -287,22 +308,56 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
                 if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
                 else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+                if constexpr (kPend) {
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(o_acc);
+                    mbar_arrive(bar_empty + 8 * pend_st);   // the deferred P v read its stage
+                }
 #pragma unroll
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 pack_p16<Element>(s, pa);
-                wgmma_fence();
-                constexpr int kSteps = kHalf ? kTileN / 16 : kKK;
+                if constexpr (kDeferPv && !kHalf) {
+                    pend = true;
+                    pend_st = st;
+                } else {
+                    wgmma_fence();
+                    constexpr int kSteps = kHalf ? kTileN / 16 : kKK;
 #pragma unroll
-                for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vst, kk), 1);
-                wgmma_commit();
-                wgmma_wait<0>();
-                wgmma_fence_operand(o_acc);
+                    for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vst, kk), 1);
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(o_acc);
+                    if constexpr (kDeferPv) {
+                        pend = false;
+                        mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
+                    }
+                }
             };
-            if (my_first <= kt + kT - 1 && kt <= my_last) {   // warpgroup-uniform
-                if (kT == 2 && kt + 1 > my_last) step(std::integral_constant<bool, kT == 2>{});
-                else step(std::false_type{});
+            auto step_half = [&](auto half_step) {
+                if constexpr (kDeferPv) {
+                    if (pend) step(half_step, std::true_type{});
+                    else step(half_step, std::false_type{});
+                } else {
+                    step(half_step, std::false_type{});
+                }
+            };
+            const bool computed = my_first <= kt + kT - 1 && kt <= my_last;   // warpgroup-uniform
+            if (computed) {
+                if (kT == 2 && kt + 1 > my_last) step_half(std::integral_constant<bool, kT == 2>{});
+                else step_half(std::false_type{});
             }
-            mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
+            // this thread no longer reads the stage (kDeferPv: the step released it, or its P v will)
+            if (!kDeferPv || !computed) mbar_arrive(bar_empty + 8 * st);
+        }
+        if (kDeferPv && pend) {   // the item's last P v
+            const uint32_t vp = sV + pend_st * Smem::kKVStage;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(o_acc);
+            mbar_arrive(bar_empty + 8 * pend_st);
         }
 
         // Epilogue: normalise, stage the warpgroup's rows in its own q tile (128-byte swizzle: chunk
@@ -344,7 +399,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
 
 // Launch the warp-specialised forward (d = 64 bucket). Returns cudaErrorNotSupported, launching
 // nothing, where a tensor map cannot be made (the caller then runs the wgmma kernel).
-template <typename Element, int kHeadDim, int kCons, int kStages = 2>
+template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
@@ -363,8 +418,13 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
         const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
         return e != nullptr && std::string(e) == "all";
     }();
-    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages>>(
-        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream, all);
+    // Deferred P v (3 stages) unless FWA_LOCAL_FWD_WS_DEFER=0 (2 stages, each step's P v at once)
+    static const bool defer = env_switch_on("FWA_LOCAL_FWD_WS_DEFER");
+    if (defer)
+        return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, 3, true>>(
+            wp, grid, LocalFwdWsSmem<kHeadDim, kCons, 3>::kBytes, kNumThreads * (kCons + 1), stream, all);
+    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, 2, false>>(
+        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, 2>::kBytes, kNumThreads * (kCons + 1), stream, all);
 }
 
 }  // namespace fwa
