@@ -30,6 +30,8 @@
 // L2048 d64 0.242-0.246 -> 0.214-0.215 ms, block256x16 B1 H12 L4096 d64 0.090-0.092 -> 0.076,
 // win(1024,0) B2 H16 L16384 d128 0.824-0.828 -> 0.622-0.623, win(4096,0) B1 H32/8 L32768 d128
 // 5.29-5.31 -> 4.12-4.14. Dropped: 2 consumers with 240 registers, 3 stages (slower at d = 64).
+// At d = 128 each step's P v now runs during the next step's softmax (kDeferPv, 3 stages; session
+// 39): win(1024,0) 0.621 -> 0.595 ms, win(4096,0) 4.35 -> 4.05.
 #pragma once
 #include <climits>
 #include <cstdlib>
@@ -77,6 +79,14 @@ template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
 // >= L only) and the key range [full_lo, full_hi] every one of its rows allows; then each of the
 // kCons x 64 rows' RowInterval, lo at 8 + 4 kCons + row and span kCons x 64 further.
 //
+// Each step's P v deferred to the consumer's next computed step (the kernel's kDeferPv) at d = 128
+// only. H100, bf16, forward kernel time (session 39 run B, 2 rounds, bitwise-equal outputs):
+// win(1024,0) B2 H16 L16384 d128 0.621-0.622 -> 0.595 ms, win(4096,0) B1 H32/8 L32768 d128
+// 4.34-4.35 -> 4.05-4.06; at d = 64 (128-key steps: S, P and o 128 of the 160 registers) it spilled
+// 72 bytes in the step and was slower: block256x16 0.077 -> 0.080, causal B8 H16 L2048 0.214 ->
+// 0.211.
+template <int kHeadDim> constexpr bool local_fwd_ws_defer_pv() { return kHeadDim == 128; }
+
 // Registers per thread after setmaxnreg: the producer warpgroup 32, the consumers what the
 // (kCons + 1) * 128 threads' share leaves (65536 per SM, one CTA; ptxas allocates the consumer
 // branch within it).
@@ -257,13 +267,14 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         float s[kNT][4];
         uint32_t pa[kKK][4];
 
-        // kDeferPv: a step's P v is issued with the next computed step's S and runs while that
-        // step's softmax does (its wgmma group completes after S's), so each consumer keeps the
-        // tensor pipe busy during its own exponentials, not only during the other consumers'. The
-        // accumulator sees the same operations in the same order (o *= corr_j after P_{j-1} v_{j-1},
-        // before P_j v_j): the outputs are bitwise those of the undeferred form. The stage of a
-        // deferred P v is released once that product completed (a consumer holds two stages: the
-        // launch gives it 3). A half step is the consumer's last of the item: its P v runs at once.
+        // kDeferPv (local_fwd_ws_defer_pv): a step's P v is issued with the next computed step's S
+        // and runs while that step's softmax does (its wgmma group completes after S's), so each
+        // consumer keeps the tensor pipe busy during its own exponentials, not only during the other
+        // consumers'. The accumulator sees the same operations in the same order (o *= corr_j after
+        // P_{j-1} v_{j-1}, before P_j v_j): the outputs are bitwise those of the undeferred form
+        // (session 39 run B: 48 of 48 tensors of tools/local_bitwise.py). The stage of a deferred
+        // P v is released once that product completed (a consumer holds two stages: the launch gives
+        // it 3). A half step is the consumer's last of the item: its P v runs at once.
         bool pend = false;   // warpgroup-uniform: a deferred P v (of stage pend_st, pa) is in flight
         int pend_st = 0;
         for (int it = 0; it < n_steps; ++it, ++gstep) {
@@ -418,13 +429,10 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
         const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
         return e != nullptr && std::string(e) == "all";
     }();
-    // Deferred P v (3 stages) unless FWA_LOCAL_FWD_WS_DEFER=0 (2 stages, each step's P v at once)
-    static const bool defer = env_switch_on("FWA_LOCAL_FWD_WS_DEFER");
-    if (defer)
-        return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, 3, true>>(
-            wp, grid, LocalFwdWsSmem<kHeadDim, kCons, 3>::kBytes, kNumThreads * (kCons + 1), stream, all);
-    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, 2, false>>(
-        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, 2>::kBytes, kNumThreads * (kCons + 1), stream, all);
+    constexpr bool kDefer = local_fwd_ws_defer_pv<kHeadDim>();
+    constexpr int kStages = kDefer ? 3 : 2;
+    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>>(
+        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream, all);
 }
 
 }  // namespace fwa
