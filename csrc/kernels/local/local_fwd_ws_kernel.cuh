@@ -274,9 +274,24 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         // P_{j-1} v_{j-1}, before P_j v_j): the outputs are bitwise those of the undeferred form
         // (session 39 run B: 48 of 48 tensors of tools/local_bitwise.py). The stage of a deferred
         // P v is released once that product completed (a consumer holds two stages: the launch gives
-        // it 3). A half step is the consumer's last of the item: its P v runs at once.
+        // it 3), so a consumer completes it at its first step outside its band too: it would
+        // otherwise hold that stage while waiting for the third step after it, whose copies need
+        // the stage (a deadlock where an item's consumers' bands end 3 or more steps apart, as
+        // block bands of 256 keys). A half step is the consumer's last of the item: its P v runs at
+        // once.
         bool pend = false;   // warpgroup-uniform: a deferred P v (of stage pend_st, pa) is in flight
         int pend_st = 0;
+        auto complete_pending = [&]() {
+            const uint32_t vp = sV + pend_st * Smem::kKVStage;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(o_acc);
+            mbar_arrive(bar_empty + 8 * pend_st);
+            pend = false;
+        };
         for (int it = 0; it < n_steps; ++it, ++gstep) {
             const int st = gstep % kStages;
             const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
@@ -357,19 +372,11 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 if (kT == 2 && kt + 1 > my_last) step_half(std::integral_constant<bool, kT == 2>{});
                 else step_half(std::false_type{});
             }
+            if (kDeferPv && !computed && pend) complete_pending();
             // this thread no longer reads the stage (kDeferPv: the step released it, or its P v will)
             if (!kDeferPv || !computed) mbar_arrive(bar_empty + 8 * st);
         }
-        if (kDeferPv && pend) {   // the item's last P v
-            const uint32_t vp = sV + pend_st * Smem::kKVStage;
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
-            wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operand(o_acc);
-            mbar_arrive(bar_empty + 8 * pend_st);
-        }
+        if (kDeferPv && pend) complete_pending();   // the item's last P v
 
         // Epilogue: normalise, stage the warpgroup's rows in its own q tile (128-byte swizzle: chunk
         // j of row r at j ^ (r % 8); its products are done), store 16-byte chunks, release the tile.
