@@ -48,7 +48,7 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
 };
 
 
-template <typename Element, int kHeadDim, int kCons, int kStages>
+template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferDq>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
@@ -208,34 +208,78 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         wgmma_fence_operand(dq);   // the zeros are written before the first wgmma is issued (C7515)
         mbar_wait(bar_qfull + 8 * c, ti & 1);
 
+        // kDeferDq (local_bwd_q_ws_defer_dq): a step's dq += dS k is issued with the next
+        // computed step's S and dP and runs during that step's elementwise work, as the forward's
+        // deferred P v (local_fwd_ws_kernel.cuh): dq sees the same products in the same order
+        // (bitwise unchanged); the deferred product's stage is released once it completed, at
+        // the next computed step, at the consumer's first step outside its band, or at the item's
+        // end (a consumer holds two stages: the launch gives it 3).
+        uint32_t a[kTileN / 16][4];   // dS of the deferred step (kDeferDq), packed
+        bool pend = false;            // warpgroup-uniform: a deferred dq product of stage pend_st
+        int pend_st = 0;
+        auto complete_pending = [&]() {
+            wgmma_fence();
+            wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pend_st * Smem::kTile);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operand(dq);
+            mbar_arrive(bar_empty + 8 * pend_st);
+            pend = false;
+        };
         for (int it = 0; it < n_steps; ++it, ++gstep) {
             const int st = gstep % kStages;
             const uint32_t kst = sK0 + 2 * st * Smem::kTile, vst = kst + Smem::kTile;
             mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
             const int kt = kt_first + it;
-            if (my_first <= kt && kt <= my_last) {   // warpgroup-uniform
+            // kPend: a deferred dq product is in flight (compile-time, so that every path that
+            // issued it also waits for it before its registers are touched: C7513 / C7514)
+            auto step = [&](auto pend_tag) {
+                constexpr bool kPend = decltype(pend_tag)::value;
                 float s[kNT][4], dp[kNT][4];
                 wgmma_fence();
                 wg_abt_issue<Element, kHeadDim>(s, sQ, kst);
                 wg_abt_issue<Element, kHeadDim>(dp, sO, vst);
                 wgmma_commit();
-                wgmma_wait<0>();
+                if constexpr (kPend) {
+                    wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pend_st * Smem::kTile);
+                    wgmma_commit();
+                    wgmma_wait<1>();
+                } else {
+                    wgmma_wait<0>();
+                }
                 wgmma_fence_operand(s);
                 wgmma_fence_operand(dp);
-                // dS = P o (dP - D) into dp, P recomputed from s (no product in flight)
+                // dS = P o (dP - D) into dp, P recomputed from s
                 const int key0 = kt * kTileN;
                 if (full_lo <= key0 && key0 + kTileN - 1 <= full_hi) local_q_step_ds<true>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
                 else local_q_step_ds<false>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
-                uint32_t a[kTileN / 16][4];
+                if constexpr (kPend) {
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(dq);
+                    mbar_arrive(bar_empty + 8 * pend_st);   // the deferred product read its stage
+                }
                 pack_p16<Element>(dp, a);
-                wgmma_fence();
-                wg_pb_issue<Element, kHeadDim>(dq, a, kst);   // dq += dS k
-                wgmma_commit();
-                wgmma_wait<0>();
-                wgmma_fence_operand(dq);
+                if constexpr (kDeferDq) {
+                    pend = true;
+                    pend_st = st;
+                } else {
+                    wgmma_fence();
+                    wg_pb_issue<Element, kHeadDim>(dq, a, kst);   // dq += dS k
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(dq);
+                }
+            };
+            const bool computed = my_first <= kt && kt <= my_last;   // warpgroup-uniform
+            if (computed) {
+                if (kDeferDq && pend) step(std::true_type{});
+                else step(std::false_type{});
             }
-            mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
+            if (kDeferDq && !computed && pend) complete_pending();
+            // this thread no longer reads the stage (kDeferDq: its deferred product will release it)
+            if (!kDeferDq || !computed) mbar_arrive(bar_empty + 8 * st);
         }
+        if (kDeferDq && pend) complete_pending();   // the item's last dq product
 
         // Epilogue: dq * scale staged in the warpgroup's own q tile (128-byte swizzle: chunk j of
         // row r at j ^ (r % 8); its products are done), stored as 16-byte chunks.
@@ -258,12 +302,18 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
 
 // Launch the warp-specialised query side. Returns cudaErrorNotSupported, launching nothing, where
 // a tensor map cannot be made (the caller then runs local_attn_bwd_q_kernel).
-template <typename Element, int kHeadDim, int kCons, int kStages = 2>
+template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
-    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages>, Element, kCons>(
-        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
+    if constexpr (kHeadDim == 64) {
+        static const bool defer = env_switch_on("FWA_LOCAL_BWD_Q_DEFER");
+        if (defer)
+            return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, 3, true>, Element, kCons>(
+                p, grid, LocalBwdQWsSmem<kHeadDim, kCons, 3>::kBytes, stream);
+    }
+    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, 2, false>, Element, kCons>(
+        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, 2>::kBytes, stream);
 }
 
 }  // namespace fwa
