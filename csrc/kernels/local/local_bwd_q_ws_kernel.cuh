@@ -12,9 +12,10 @@
 //     key interval, lse in log2 units and D = Σ_j P_ij dP_ij from the key side's fixed-point sum)
 //     into one of two info buffers, warp 1 + c the rows of consumer c's tile;
 //   - kCons consumer warpgroups (setmaxnreg up), warpgroup c on the item's tile c: per step in its
-//     band S = q kᵀ and dP = dout vᵀ (one wait), dS = P o (dP - D), dq += dS k (one wait), then
-//     the stage is released; at the item's end dq (times scale) is staged in its own q tile
-//     (128-byte swizzle) and stored as 16-byte chunks.
+//     band S = q kᵀ and dP = dout vᵀ (one wait), dS = P o (dP - D), dq += dS k (one wait; at
+//     d = 64 issued with the next step's S and dP instead, kDeferDq), then the stage is released;
+//     at the item's end dq (times scale) is staged in its own q tile (128-byte swizzle) and stored
+//     as 16-byte chunks.
 // No CTA-wide barrier. Products, their order and the elementwise code are the wgmma query-side
 // kernel's: dq is bitwise the same.
 // Included by local_bwd_kernels.cuh after its helpers (kTwo61, local_dp_bound).
@@ -47,6 +48,13 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
     static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack
 };
 
+
+// Each step's dq product deferred to the consumer's next computed step (the kernel's kDeferDq) at
+// d = 64 only. H100, bf16, query-side kernel time (session 39 run J, 2 rounds, dq bitwise
+// unchanged): block256x16 B1 H12 L4096 0.077 -> 0.072 ms, causal B8 H16 L2048 0.203-0.206 ->
+// 0.196-0.198. At d = 128 (dq 64 of the 160 registers) the deferred kernel spilled 180 bytes and
+// ptxas serialised its wgmmas (C7512).
+template <int kHeadDim> constexpr bool local_bwd_q_ws_defer_dq() { return kHeadDim == 64; }
 
 template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferDq>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
@@ -306,14 +314,10 @@ template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
-    if constexpr (kHeadDim == 64) {
-        static const bool defer = env_switch_on("FWA_LOCAL_BWD_Q_DEFER");
-        if (defer)
-            return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, 3, true>, Element, kCons>(
-                p, grid, LocalBwdQWsSmem<kHeadDim, kCons, 3>::kBytes, stream);
-    }
-    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, 2, false>, Element, kCons>(
-        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, 2>::kBytes, stream);
+    constexpr bool kDefer = local_bwd_q_ws_defer_dq<kHeadDim>();
+    constexpr int kStages = kDefer ? 3 : 2;
+    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>, Element, kCons>(
+        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
 }
 
 }  // namespace fwa
