@@ -57,10 +57,10 @@ struct LocalFwdWsParams {
 // form), 64 at d = 128.
 template <int kHeadDim> constexpr int local_fwd_ws_keys() { return kHeadDim == 64 ? 2 * kTileN : kTileN; }
 
-template <int kHeadDim, int kCons, int kStages, int kKeys = local_fwd_ws_keys<kHeadDim>()> struct LocalFwdWsSmem {
+template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
     // 128-byte-swizzled tiles (local_wgmma.cuh): 64-column panels of rows x 128 bytes
     static constexpr int kQTile = kTileM * kHeadDim * 2;                                // 8 / 16 KB
-    static constexpr int kKVStage = kKeys * kHeadDim * 2;                               // 8 / 16 KB
+    static constexpr int kKVStage = local_fwd_ws_keys<kHeadDim>() * kHeadDim * 2;       // 16 KB
     static constexpr int kQOff = 0;                              // 2 buffers of kCons q tiles
     static constexpr int kKOff = 2 * kCons * kQTile;
     static constexpr int kVOff = kKOff + kStages * kKVStage;
@@ -115,11 +115,11 @@ FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const Local
 // Persistent: each CTA takes one item per round (see the producer), so the producer streams the
 // next item's q and first k / v while the consumers finish the last steps and the epilogue of the
 // current one.
-template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferPv, int kKeys = local_fwd_ws_keys<kHeadDim>()>
+template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferPv>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_ws_kernel(const __grid_constant__ LocalFwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
-    static_assert(kKeys == kTileN || (kKeys == 2 * kTileN && kHeadDim == 64), "64-key steps, or 128 at d = 64");
+    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
     constexpr int kT = kKeys / kTileN;   // 64-key tiles per step
     constexpr int kPanels = kHeadDim / 64;
     constexpr int kNT = kKeys / 8;
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     constexpr int kKS = kHeadDim / 16;
     constexpr int kKK = kKeys / 16;
     using Tr = ElementTraits<Element>;
-    using Smem = LocalFwdWsSmem<kHeadDim, kCons, kStages, kKeys>;
+    using Smem = LocalFwdWsSmem<kHeadDim, kCons, kStages>;
     const LocalFwdParams& p = P.p;
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -426,32 +426,20 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     LocalFwdWsParams wp;
     wp.p = p;
     constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
-    // FWA_LOCAL_FWD_WS_D64=64 (experiment): d = 64 in 64-key steps with the deferred P v
-    static const bool d64_64 = [] {
-        const char* e = std::getenv("FWA_LOCAL_FWD_WS_D64");
-        return e != nullptr && std::string(e) == "64";
+    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
+    if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
+        !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kKeys) ||
+        !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kKeys))
+        return cudaErrorNotSupported;
+    // Persistent: one wave (FWA_LOCAL_FWD_WS_GRID=all: a CTA per item, A/B timing)
+    static const bool all = [] {
+        const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
+        return e != nullptr && std::string(e) == "all";
     }();
-    auto launch = [&](auto keys_tag, auto defer_tag) -> cudaError_t {
-        constexpr int kKeys = decltype(keys_tag)::value;
-        constexpr bool kDefer = decltype(defer_tag)::value;
-        constexpr int kStages = kDefer ? 3 : 2;
-        if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
-            !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kKeys) ||
-            !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kKeys))
-            return cudaErrorNotSupported;
-        // Persistent: one wave (FWA_LOCAL_FWD_WS_GRID=all: a CTA per item, A/B timing)
-        static const bool all = [] {
-            const char* e = std::getenv("FWA_LOCAL_FWD_WS_GRID");
-            return e != nullptr && std::string(e) == "all";
-        }();
-        return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer, kKeys>>(
-            wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages, kKeys>::kBytes, kNumThreads * (kCons + 1), stream, all);
-    };
-    if constexpr (kHeadDim == 64) {
-        if (d64_64) return launch(std::integral_constant<int, kTileN>{}, std::true_type{});
-    }
-    return launch(std::integral_constant<int, local_fwd_ws_keys<kHeadDim>()>{},
-                  std::integral_constant<bool, local_fwd_ws_defer_pv<kHeadDim>()>{});
+    constexpr bool kDefer = local_fwd_ws_defer_pv<kHeadDim>();
+    constexpr int kStages = kDefer ? 3 : 2;
+    return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>>(
+        wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream, all);
 }
 
 }  // namespace fwa
