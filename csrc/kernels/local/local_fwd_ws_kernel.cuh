@@ -415,8 +415,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
 #endif
 }
 
-// Launch the warp-specialised forward (d = 64 bucket). Returns cudaErrorNotSupported, launching
-// nothing, where a tensor map cannot be made (the caller then runs the wgmma kernel).
+// Launch the warp-specialised forward (head-dim buckets 64 and 128). Returns
+// cudaErrorNotSupported, launching nothing, where a tensor map cannot be made (the caller then runs
+// the wgmma kernel).
 template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
