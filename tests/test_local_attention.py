@@ -255,6 +255,48 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     assert int(out.split()[-1]) >= 20, out
 
 
+# Block bands whose warp-specialised work items (3 consecutive 64-query tiles) hold a tile whose band
+# ends 3 or more key steps before the item's last step: at L = 1024 with blocks of 256 the item of
+# tiles 3, 4, 5 has tile 3 on keys 0..255 and tiles 4, 5 on keys 0..511. The forward at d = 128 and
+# the backward's query side at d = 64 defer a step's last product to the next step they compute;
+# such a tile must complete it at its first step outside its band (session 39: the first form held
+# the product's stage there while waiting for a step whose copies needed that stage, and hung).
+_WIDE_BLOCK_CASES = [(1024, 128, 256, 2), (1024, 64, 256, 2), (1000, 128, 300, 1)]  # (L, d, block, window blocks)
+
+
+def _run_wide_block_cases(device, dtypes):
+    n = 0
+    for L, d, bs, wb in _WIDE_BLOCK_CASES:
+        for dt in dtypes:
+            q, k, v, dout = make_qkv(1, 2, 2, L, d, dtype=DTYPES[dt], device=device, seed=L + d + bs)
+            check_case("block", dict(block_size=bs, window_blocks=wb), (wb - 1, 0, bs), q, k, v, dout, DTYPES[dt],
+                       desc=f"L={L} d={d} block {bs} x {wb} {dt} {device}")
+            n += 1
+    return n
+
+
+def test_wide_block_bands_cpu():
+    assert _run_wide_block_cases("cpu", ["fp32"]) == len(_WIDE_BLOCK_CASES)
+
+
+@pytest.mark.cuda
+def test_wide_block_bands_warp_specialised_in_subprocess():
+    """The cases above through every warp-specialised kernel (forward, query side, key side), in a
+    child process with a time limit: a kernel that waits forever fails the test instead of the
+    suite."""
+    import os
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_local_attention as t\n"
+        "print('ok', t._run_wide_block_cases('cuda', ['fp16', 'bf16']))\n"
+    )
+    env = {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"}
+    out = run_in_child(code, env, "wide block bands, warp-specialised kernels", timeout=300)
+    assert int(out.split()[-1]) == 2 * len(_WIDE_BLOCK_CASES), out
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("band", [(-1, -1, 1), (-1, 0, 1), (3, 2, 1), (0, 0, 1), (1, 1, 5), (2, 0, 4), (0, 4, 3),
                                   (-1, 1, 6), (2, -1, 2), (2 ** 40, 0, 3), (0, 2 ** 62, 2 ** 62), (1, 1, 2 ** 62)])
