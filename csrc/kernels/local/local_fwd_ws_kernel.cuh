@@ -359,18 +359,14 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     }
                 }
             };
-            auto step_half = [&](auto half_step) {
-                if constexpr (kDeferPv) {
-                    if (pend) step(half_step, std::true_type{});
-                    else step(half_step, std::false_type{});
-                } else {
-                    step(half_step, std::false_type{});
-                }
+            auto run_step = [&](auto half_step) {   // with or without a deferred P v in flight
+                if (kDeferPv && pend) step(half_step, std::true_type{});
+                else step(half_step, std::false_type{});
             };
             const bool computed = my_first <= kt + kT - 1 && kt <= my_last;   // warpgroup-uniform
             if (computed) {
-                if (kT == 2 && kt + 1 > my_last) step_half(std::integral_constant<bool, kT == 2>{});
-                else step_half(std::false_type{});
+                if (kT == 2 && kt + 1 > my_last) run_step(std::integral_constant<bool, kT == 2>{});
+                else run_step(std::false_type{});
             }
             if (kDeferPv && !computed && pend) complete_pending();
             // this thread no longer reads the stage (kDeferPv: the step released it, or its P v will)
