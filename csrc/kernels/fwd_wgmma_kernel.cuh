@@ -301,13 +301,19 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
 
     // (p.num_m_blocks: the main grid's query blocks; this CTA's rows follow them)
     const WindowCtaWork cta = window_chunk_work(p, blockIdx.x, p.num_m_blocks);
-    const int h = cta.h, w = cta.w, t_begin = cta.t_begin, n_win = cta.t_end - cta.t_begin;
+    // This CTA's windows: every n_chunks-th batch index, from the last one of the chunk id down
+    // (nB - 1 - chunk_id, then n_chunks less each): the main grid walks the batch indices upwards,
+    // so the CTAs that start once it has finished read its latest windows' k and v first, while
+    // they are still in L2.
+    const int nB = p.B / p.nW;
+    const int h = cta.h, w = cta.w, chunk_id = cta.chunk_id;
+    const int n_win = chunk_id < nB ? (nB - 1 - chunk_id) / p.n_chunks + 1 : 0;
     if (n_win <= 0) return;   // the whole CTA
     const int N = p.N, d = p.d;
     const int row0 = cta.m_block * kTileM;
     const bool cosine = p.logit_scale != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
-    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + ti); };
+    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (nB - 1 - chunk_id - int64_t(p.n_chunks) * ti); };
 
     float* sBm = reinterpret_cast<float*>(smem_raw + (base - raw));
     const uint32_t sStage0 = base + Layout::kRowTailStripBytes;
