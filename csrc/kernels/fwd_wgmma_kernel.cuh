@@ -265,9 +265,9 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // products, exponentials and P v on padded rows: at N = 144 a quarter of the forward. With
 // fwd_wgmma_row_tail(N) the main grid covers the other query blocks and this kernel those rows on
 // mma.sync m16n8k16 (an m16 tile: no padded rows beyond 16), one CTA of kRowTailWarps warps per
-// (head, bm window, chunk of windows). The CTA walks its chunk's windows one at a time, the next
-// window's q, k and v copied (2 stages) while this one's are used; the strip's 16 rows are loaded
-// once. The warps split a window's keys (16-key blocks, contiguous ranges: N = 144 takes 2, 2, 2
+// (head, bm window, chunk id). The CTA walks its windows (every n_chunks-th batch index, downwards:
+// see fwd_row_tail_cta) one at a time, the next window's q, k and v copied (2 stages) while this
+// one's are used; the strip's 16 rows are loaded once. The warps split a window's keys (16-key blocks, contiguous ranges: N = 144 takes 2, 2, 2
 // and 3 blocks): per warp S from ldmatrix fragments; for V2 the key sums of squares from the same
 // k fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns of S) and the
 // row factors from the q fragments; P = exp2(S - m_w) with m_w the row max over the warp's keys;
