@@ -111,15 +111,16 @@ template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
     static size_t bytes(int groups) { return 1024 /* alignment slack */ + row_max_offset(groups) + kRowMaxBytes; }
     // The row-tail kernel (window_attn_fwd_row_tail_kernel): the strip's 16 rows, 2 stages of one
     // window's 16 q rows and the `keys` keys of k and v its blocks compute (Npad - 64 + the last
-    // block's width; 64-byte rows with the 64-byte swizzle), then the warps' partial results
-    // (kRowTailWarps x 16 rows x kRowTailPitch fp32: 32 columns of o, the row max and the row sum).
-    // N = 144: 13 + 2 x 19 + 10 KB, 3 CTAs per SM.
+    // block's width; 64-byte rows with the 64-byte swizzle). The warps' partial results
+    // (kRowTailWarps x 16 rows x kRowTailPitch fp32: 32 columns of o, the row max and the row sum)
+    // reuse the window's stage once every warp is done with its q, k and v. N = 144: 13 + 2 x 19
+    // KB, 4 CTAs per SM.
     static constexpr uint32_t kRowTailStripBytes = (16u * kBmPitch * sizeof(float) + 1023u) / 1024u * 1024u;
     static constexpr int kRowTailPitch = 40;   // (float2 stores of half a warp: 16 distinct bank pairs)
     static constexpr uint32_t row_tail_stage_bytes(int keys) { return 16u * kRowBytes + 2u * uint32_t(keys) * kRowBytes; }
-    static FWA_HOST_DEVICE size_t row_tail_bytes(int warps, int keys) {
-        return 1024 /* alignment slack */ + kRowTailStripBytes + 2 * size_t(row_tail_stage_bytes(keys)) +
-               size_t(warps) * 16 * kRowTailPitch * sizeof(float);
+    static constexpr uint32_t row_tail_part_bytes(int warps) { return uint32_t(warps) * 16u * kRowTailPitch * sizeof(float); }
+    static FWA_HOST_DEVICE size_t row_tail_bytes(int keys) {
+        return 1024 /* alignment slack */ + kRowTailStripBytes + 2 * size_t(row_tail_stage_bytes(keys));
     }
 };
 
@@ -284,6 +285,9 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // its wait, hence before this grid was launched. FWA_WINDOW_ROW_TAIL=0 keeps the rows on the
 // warpgroup (A/B timing, tests).
 constexpr int kRowTailWarps = 4;
+// (4 CTAs per SM at 128 registers without spilling; at 3 CTAs (170 registers) and 62 KB, the parts
+// in a buffer of their own, the N = 144 forward took 67.3-68.2 us, session 40)
+constexpr int kRowTailCtasPerSm = 4;
 
 template <typename Element, int kKeys, int kTail>
 FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
@@ -317,7 +321,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
 
     float* sBm = reinterpret_cast<float*>(smem_raw + (base - raw));
     const uint32_t sStage0 = base + Layout::kRowTailStripBytes;
-    float* sPart = reinterpret_cast<float*>(smem_raw + (sStage0 + 2 * kStage - raw));
+    static_assert(Layout::row_tail_part_bytes(kRowTailWarps) <= kStage, "the partial results fit a stage");
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
@@ -346,13 +350,16 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     const int n_blocks = (N + 15) / 16;
     const int blk0 = warp * n_blocks / kRowTailWarps;
     const int n_blk = (warp + 1) * n_blocks / kRowTailWarps - blk0;
-    float* part = sPart + warp * 16 * kPitch;
     for (int ti = 0; ti < n_win; ++ti) {
-        if (ti + 1 < n_win) issue(ti + 1);   // into the stage window ti - 1 used
-        cp_async_commit();
-        cp_async_wait<1>();   // window ti's copies (and the strip) landed
+        cp_async_wait<0>();   // window ti's copies (and the strip) landed
+        // ... for every thread, and every thread is done with window ti - 1's stage (its partial
+        // results): window ti + 1's copies go there
         __syncthreads();
+        if (ti + 1 < n_win) issue(ti + 1);
+        cp_async_commit();
         const uint32_t sQ = sStage0 + uint32_t(ti & 1) * kStage;
+        float* const sPart = reinterpret_cast<float*>(smem_raw + (sQ - raw));   // (after the barrier below)
+        float* const part = sPart + warp * 16 * kPitch;
         const uint32_t sK = sQ + 16u * Layout::kRowBytes;
         const uint32_t sV = sK + uint32_t(kRowsK) * Layout::kRowBytes;
 
@@ -442,6 +449,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
             }
             mma_16816<Element>(l, a, one2, one2);
         }
+        __syncthreads();   // every warp is done with this window's q, k and v: its parts go there
         // this warp's part: rows g, g + 8; columns 0..31 o, 32 the row max, 33 the row sum
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -450,7 +458,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
             for (int i = 0; i < 4; ++i) *reinterpret_cast<float2*>(prow + i * 8 + 2 * t4) = make_float2(o[i][2 * r], o[i][2 * r + 1]);
             if (t4 == 0) *reinterpret_cast<float2*>(prow + 32) = make_float2(m_w[r], l[2 * r]);
         }
-        __syncthreads();   // every part is written; every warp is done with this window's stage
+        __syncthreads();   // every part is written
 
         // row tid / 8, columns 4 (tid % 8) .. + 3
         {
@@ -490,7 +498,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
 }
 
 template <typename Element, int kKeys, int kTail>
-__global__ void __launch_bounds__(kRowTailWarps * 32, 3) window_attn_fwd_row_tail_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(kRowTailWarps * 32, kRowTailCtasPerSm) window_attn_fwd_row_tail_kernel(const FwdParams p) {
 #if FWA_HAS_WGMMA   // (launched only after the sm_90a main grid; griddepcontrol needs sm_90)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     fwd_row_tail_cta<Element, kKeys, kTail>(p, smem_raw);
@@ -980,7 +988,7 @@ template <typename Element, int kKeys, int kTail>
 cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;
     constexpr auto kKernel = window_attn_fwd_row_tail_kernel<Element, kKeys, kTail>;
-    const size_t smem = Layout::row_tail_bytes(kRowTailWarps, kKeys - 64 + kTail);
+    const size_t smem = Layout::row_tail_bytes(kKeys - 64 + kTail);
     int ctas = 0;
     cudaError_t err = prepare_kernel<kKernel>(smem, kRowTailWarps * 32, &ctas);
     if (err != cudaSuccess) return err;
