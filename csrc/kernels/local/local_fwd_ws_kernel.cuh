@@ -281,11 +281,15 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         // once.
         bool pend = false;   // warpgroup-uniform: a deferred P v (of stage pend_st, pa) is in flight
         int pend_st = 0;
-        auto complete_pending = [&]() {
-            const uint32_t vp = sV + pend_st * Smem::kKVStage;
-            wgmma_fence();
+        // o += P v over the first kSteps 16-key steps of the v tile at vt (no fence, commit or wait)
+        auto issue_pv = [&](uint32_t vt, auto steps) {
+            constexpr int kSteps = decltype(steps)::value;
 #pragma unroll
-            for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
+            for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vt, kk), 1);
+        };
+        auto complete_pending = [&]() {
+            wgmma_fence();
+            issue_pv(sV + pend_st * Smem::kKVStage, std::integral_constant<int, kKK>{});
             wgmma_commit();
             wgmma_wait<0>();
             wgmma_fence_operand(o_acc);
@@ -316,9 +320,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 }
                 wgmma_commit();
                 if constexpr (kPend) {
-                    const uint32_t vp = sV + pend_st * Smem::kKVStage;
-#pragma unroll
-                    for (int kk = 0; kk < kKK; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vp, kk), 1);
+                    issue_pv(sV + pend_st * Smem::kKVStage, std::integral_constant<int, kKK>{});
                     wgmma_commit();
                     wgmma_wait<1>();
                 } else {
@@ -347,9 +349,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     pend_st = st;
                 } else {
                     wgmma_fence();
-                    constexpr int kSteps = kHalf ? kTileN / 16 : kKK;
-#pragma unroll
-                    for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vst, kk), 1);
+                    issue_pv(vst, std::integral_constant<int, kHalf ? kTileN / 16 : kKK>{});
                     wgmma_commit();
                     wgmma_wait<0>();
                     wgmma_fence_operand(o_acc);
