@@ -218,22 +218,11 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
 
         // kDeferDq (local_bwd_q_ws_defer_dq): a step's dq += dS k is issued with the next
         // computed step's S and dP and runs during that step's elementwise work, as the forward's
-        // deferred P v (local_fwd_ws_kernel.cuh): dq sees the same products in the same order
-        // (bitwise unchanged); the deferred product's stage is released once it completed, at
-        // the next computed step, at the consumer's first step outside its band, or at the item's
-        // end (a consumer holds two stages: the launch gives it 3).
+        // deferred P v (WsDeferredProduct): dq sees the same products in the same order (bitwise
+        // unchanged).
         uint32_t a[kTileN / 16][4];   // dS of the deferred step (kDeferDq), packed
-        bool pend = false;            // warpgroup-uniform: a deferred dq product of stage pend_st
-        int pend_st = 0;
-        auto complete_pending = [&]() {
-            wgmma_fence();
-            wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pend_st * Smem::kTile);
-            wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operand(dq);
-            mbar_arrive(bar_empty + 8 * pend_st);
-            pend = false;
-        };
+        WsDeferredProduct deferred;
+        auto issue_pending = [&](int pst) { wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pst * Smem::kTile); };
         for (int it = 0; it < n_steps; ++it, ++gstep) {
             const int st = gstep % kStages;
             const uint32_t kst = sK0 + 2 * st * Smem::kTile, vst = kst + Smem::kTile;
@@ -248,28 +237,19 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 wg_abt_issue<Element, kHeadDim>(s, sQ, kst);
                 wg_abt_issue<Element, kHeadDim>(dp, sO, vst);
                 wgmma_commit();
-                if constexpr (kPend) {
-                    wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pend_st * Smem::kTile);
-                    wgmma_commit();
-                    wgmma_wait<1>();
-                } else {
-                    wgmma_wait<0>();
-                }
+                if constexpr (kPend) deferred.issue_with(issue_pending);
+                else wgmma_wait<0>();
                 wgmma_fence_operand(s);
                 wgmma_fence_operand(dp);
                 // dS = P o (dP - D) into dp, P recomputed from s
                 const int key0 = kt * kTileN;
                 if (full_lo <= key0 && key0 + kTileN - 1 <= full_hi) local_q_step_ds<true>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
                 else local_q_step_ds<false>(s, dp, dp, sl, lse2, dsum, iv, key0, t4);
-                if constexpr (kPend) {
-                    wgmma_wait<0>();
-                    wgmma_fence_operand(dq);
-                    mbar_arrive(bar_empty + 8 * pend_st);   // the deferred product read its stage
-                }
+                if constexpr (kPend) deferred.finish(dq, bar_empty);
                 pack_p16<Element>(dp, a);
                 if constexpr (kDeferDq) {
-                    pend = true;
-                    pend_st = st;
+                    deferred.pend = true;
+                    deferred.st = st;
                 } else {
                     wgmma_fence();
                     wg_pb_issue<Element, kHeadDim>(dq, a, kst);   // dq += dS k
@@ -280,14 +260,12 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
             };
             const bool computed = my_first <= kt && kt <= my_last;   // warpgroup-uniform
             if (computed) {
-                if (kDeferDq && pend) step(std::true_type{});
+                if (kDeferDq && deferred.pend) step(std::true_type{});
                 else step(std::false_type{});
             }
-            if (kDeferDq && !computed && pend) complete_pending();
-            // this thread no longer reads the stage (kDeferDq: its deferred product will release it)
-            if (!kDeferDq || !computed) mbar_arrive(bar_empty + 8 * st);
+            deferred.after_step<kDeferDq>(computed, st, issue_pending, dq, bar_empty);
         }
-        if (kDeferDq && pend) complete_pending();   // the item's last dq product
+        if (kDeferDq && deferred.pend) deferred.complete(issue_pending, dq, bar_empty);   // the item's last dq product
 
         // Epilogue: dq * scale staged in the warpgroup's own q tile (128-byte swizzle: chunk j of
         // row r at j ^ (r % 8); its products are done), stored as 16-byte chunks.

@@ -268,34 +268,19 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         uint32_t pa[kKK][4];
 
         // kDeferPv (local_fwd_ws_defer_pv): a step's P v is issued with the next computed step's S
-        // and runs while that step's softmax does (its wgmma group completes after S's), so each
-        // consumer keeps the tensor pipe busy during its own exponentials, not only during the other
-        // consumers'. The accumulator sees the same operations in the same order (o *= corr_j after
-        // P_{j-1} v_{j-1}, before P_j v_j): the outputs are bitwise those of the undeferred form
-        // (session 39 run B: 48 of 48 tensors of tools/local_bitwise.py). The stage of a deferred
-        // P v is released once that product completed (a consumer holds two stages: the launch gives
-        // it 3), so a consumer completes it at its first step outside its band too: it would
-        // otherwise hold that stage while waiting for the third step after it, whose copies need
-        // the stage (a deadlock where an item's consumers' bands end 3 or more steps apart, as
-        // block bands of 256 keys). A half step is the consumer's last of the item: its P v runs at
+        // and runs while that step's softmax does (WsDeferredProduct), so each consumer keeps the
+        // tensor pipe busy during its own exponentials, not only during the other consumers'. The
+        // outputs are bitwise those of the undeferred form (session 39 run B: 48 of 48 tensors of
+        // tools/local_bitwise.py). A half step is the consumer's last of the item: its P v runs at
         // once.
-        bool pend = false;   // warpgroup-uniform: a deferred P v (of stage pend_st, pa) is in flight
-        int pend_st = 0;
+        WsDeferredProduct deferred;   // (P packed in pa)
         // o += P v over the first kSteps 16-key steps of the v tile at vt (no fence, commit or wait)
         auto issue_pv = [&](uint32_t vt, auto steps) {
             constexpr int kSteps = decltype(steps)::value;
 #pragma unroll
             for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vt, kk), 1);
         };
-        auto complete_pending = [&]() {
-            wgmma_fence();
-            issue_pv(sV + pend_st * Smem::kKVStage, std::integral_constant<int, kKK>{});
-            wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operand(o_acc);
-            mbar_arrive(bar_empty + 8 * pend_st);
-            pend = false;
-        };
+        auto issue_pending = [&](int pst) { issue_pv(sV + pst * Smem::kKVStage, std::integral_constant<int, kKK>{}); };
         for (int it = 0; it < n_steps; ++it, ++gstep) {
             const int st = gstep % kStages;
             const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
@@ -319,13 +304,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     for (int ks = 0; ks < kKS; ++ks) wgmma_s<Element, kKeys>(s, qk_desc(sQ, ks), qk_desc(kst, ks), ks > 0);
                 }
                 wgmma_commit();
-                if constexpr (kPend) {
-                    issue_pv(sV + pend_st * Smem::kKVStage, std::integral_constant<int, kKK>{});
-                    wgmma_commit();
-                    wgmma_wait<1>();
-                } else {
-                    wgmma_wait<0>();
-                }
+                if constexpr (kPend) deferred.issue_with(issue_pending);
+                else wgmma_wait<0>();
                 wgmma_fence_operand(s);
                 if constexpr (kHalf) {
 #pragma unroll
@@ -336,17 +316,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
                 if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
                 else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-                if constexpr (kPend) {
-                    wgmma_wait<0>();
-                    wgmma_fence_operand(o_acc);
-                    mbar_arrive(bar_empty + 8 * pend_st);   // the deferred P v read its stage
-                }
+                if constexpr (kPend) deferred.finish(o_acc, bar_empty);
 #pragma unroll
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 pack_p16<Element>(s, pa);
                 if constexpr (kDeferPv && !kHalf) {
-                    pend = true;
-                    pend_st = st;
+                    deferred.pend = true;
+                    deferred.st = st;
                 } else {
                     wgmma_fence();
                     issue_pv(vst, std::integral_constant<int, kHalf ? kTileN / 16 : kKK>{});
@@ -354,13 +330,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     wgmma_wait<0>();
                     wgmma_fence_operand(o_acc);
                     if constexpr (kDeferPv) {
-                        pend = false;
+                        deferred.pend = false;
                         mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
                     }
                 }
             };
             auto run_step = [&](auto half_step) {   // with or without a deferred P v in flight
-                if (kDeferPv && pend) step(half_step, std::true_type{});
+                if (kDeferPv && deferred.pend) step(half_step, std::true_type{});
                 else step(half_step, std::false_type{});
             };
             const bool computed = my_first <= kt + kT - 1 && kt <= my_last;   // warpgroup-uniform
@@ -368,11 +344,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 if (kT == 2 && kt + 1 > my_last) run_step(std::integral_constant<bool, kT == 2>{});
                 else run_step(std::false_type{});
             }
-            if (kDeferPv && !computed && pend) complete_pending();
-            // this thread no longer reads the stage (kDeferPv: the step released it, or its P v will)
-            if (!kDeferPv || !computed) mbar_arrive(bar_empty + 8 * st);
+            deferred.after_step<kDeferPv>(computed, st, issue_pending, o_acc, bar_empty);
         }
-        if (kDeferPv && pend) complete_pending();   // the item's last P v
+        if (kDeferPv && deferred.pend) deferred.complete(issue_pending, o_acc, bar_empty);   // the item's last P v
 
         // Epilogue: normalise, stage the warpgroup's rows in its own q tile (128-byte swizzle: chunk
         // j of row r at j ^ (r % 8); its products are done), store 16-byte chunks, release the tile.

@@ -1,7 +1,7 @@
 // Pieces shared by the warp-specialised persistent sliding-window kernels (local_fwd_ws_kernel.cuh,
-// local_bwd_q_ws_kernel.cuh, local_bwd_kv_ws_kernel.cuh): their rounds of work items, the
-// epilogue through a 128-byte-swizzled shared tile, the backward's tensor maps and the persistent
-// launch.
+// local_bwd_q_ws_kernel.cuh, local_bwd_kv_ws_kernel.cuh): their rounds of work items, a consumer's
+// deferred product, the epilogue through a 128-byte-swizzled shared tile, the backward's tensor
+// maps and the persistent launch.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -11,6 +11,7 @@
 #include "../kernel_utils.cuh"
 #include "../launch_utils.h"
 #include "../tma.h"
+#include "../wgmma.cuh"
 #include "local_attn.h"
 
 namespace fwa {
@@ -27,6 +28,53 @@ struct LocalWsRounds {
     FWA_DEVICE void next() {
         ++round;
         item += (round & 1) ? skip_even : skip_odd;
+    }
+};
+
+// A consumer's deferred product (the forward's o += P v, kDeferPv; the query side's dq += dS k,
+// kDeferDq): a step's product is issued with the next computed step's first products (`issue_with`:
+// a second wgmma group, so the wait for the first leaves it running during that step's elementwise
+// work; `finish` then completes it), and its stage is released once it completed. `after_step`
+// completes it alone at the consumer's first step outside its band (a consumer holds two stages;
+// keeping one until its next computed step deadlocks where an item's consumers' bands end 3 or more
+// steps apart: the third step after its last needs that stage for its copies), `complete` at the
+// item's end. The accumulator sees the same products in the same order as without the deferral.
+// `issue(st)` issues the product's wgmmas on stage st's tile into `acc` (no fence, commit or wait).
+struct WsDeferredProduct {
+    bool pend = false;   // warpgroup-uniform: a deferred product (of stage st) is in flight
+    int st = 0;
+    template <typename Issue, typename Acc>
+    FWA_DEVICE void complete(Issue&& issue, Acc& acc, uint32_t bar_empty) {
+        wgmma_fence();
+        issue(st);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operand(acc);
+        mbar_arrive(bar_empty + 8 * st);
+        pend = false;
+    }
+    // In a computed step, after its own products' commit: the deferred one as a second group, and
+    // the wait for the first.
+    template <typename Issue>
+    FWA_DEVICE void issue_with(Issue&& issue) {
+        issue(st);
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    // ... after the step's elementwise work: the deferred product done, its stage released.
+    template <typename Acc>
+    FWA_DEVICE void finish(Acc& acc, uint32_t bar_empty) {
+        wgmma_wait<0>();
+        wgmma_fence_operand(acc);
+        mbar_arrive(bar_empty + 8 * st);   // the deferred product read its stage
+    }
+    // The end of step `step_st` of the item (computed or not) on a consumer of kDefer form.
+    template <bool kDefer, typename Issue, typename Acc>
+    FWA_DEVICE void after_step(bool computed, int step_st, Issue&& issue, Acc& acc, uint32_t bar_empty) {
+        if (kDefer && !computed && pend) complete(issue, acc, bar_empty);
+        // this thread no longer reads the stage (kDefer: the step released it, or its deferred
+        // product will)
+        if (!kDefer || !computed) mbar_arrive(bar_empty + 8 * step_st);
     }
 };
 
