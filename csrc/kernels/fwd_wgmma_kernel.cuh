@@ -268,13 +268,14 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // mma.sync m16n8k16 (an m16 tile: no padded rows beyond 16), one CTA of kRowTailWarps warps per
 // (head, bm window, chunk id). The CTA walks its windows (every n_chunks-th batch index, downwards:
 // see fwd_row_tail_cta) one at a time, the next window's q, k and v copied (2 stages) while this
-// one's are used; the strip's 16 rows are loaded once. The warps split a window's keys (16-key blocks, contiguous ranges: N = 144 takes 2, 2, 2
-// and 3 blocks): per warp S from ldmatrix fragments; for V2 the key sums of squares from the same
-// k fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns of S) and the
-// row factors from the q fragments; P = exp2(S - m_w) with m_w the row max over the warp's keys;
-// P v, and the row sums of P as packed from one more mma against a fragment of ones. The warps'
-// (o, m_w, l_w) then meet in shared memory: out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w,
-// m = max_w m_w, 4 columns of a row per thread.
+// one's are used; the strip's 16 rows are loaded once. The warps split a window's keys (16-key
+// blocks, contiguous ranges: N = 144 takes 2, 2, 2 and 3 blocks): per warp S from ldmatrix
+// fragments; for V2 the key sums of squares from the same k fragments (a quad sum, then a shuffle
+// to the lanes that hold those keys' columns of S) and the row factors from the q fragments;
+// P = exp2(S - m_w) with m_w the row max over the warp's keys; P v, and the row sums of P as
+// packed from one more mma against a fragment of ones. The warps' (o, m_w, l_w) then meet in
+// shared memory (the window's stage, once every warp is done with its q, k and v):
+// out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w, m = max_w m_w, 4 columns of a row per thread.
 // (Session 32 run A, one window per warp, each warp holding its own window: N = 144 76.8 -> 69.0
 // us, but N = 196 98.6 -> 108.8: 4 warps per SM at 27 KB each, each waiting for its own copies.)
 // It is launched right after the main grid as its programmatic dependent (the main kernel
@@ -285,8 +286,8 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // its wait, hence before this grid was launched. FWA_WINDOW_ROW_TAIL=0 keeps the rows on the
 // warpgroup (A/B timing, tests).
 constexpr int kRowTailWarps = 4;
-// (4 CTAs per SM at 128 registers without spilling; at 3 CTAs (170 registers) and 62 KB, the parts
-// in a buffer of their own, the N = 144 forward took 67.3-68.2 us, session 40)
+// (4 CTAs per SM at 128 registers without spilling: the N = 144 forward 66.9-67.8 us; at 3 CTAs
+// (170 registers) and 62 KB, the parts in a buffer of their own, 67.3-68.2 us: session 40 run G)
 constexpr int kRowTailCtasPerSm = 4;
 
 template <typename Element, int kKeys, int kTail>
@@ -317,7 +318,9 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     const int row0 = cta.m_block * kTileM;
     const bool cosine = p.logit_scale != nullptr;
     const float alpha = cosine ? logit_scale_alpha(p.logit_scale, h) : p.scale;
-    auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (nB - 1 - chunk_id - int64_t(p.n_chunks) * ti); };
+    auto window_of = [&](int ti) -> int64_t {
+        return w + int64_t(p.nW) * (nB - 1 - chunk_id - int64_t(p.n_chunks) * ti);
+    };
 
     float* sBm = reinterpret_cast<float*>(smem_raw + (base - raw));
     const uint32_t sStage0 = base + Layout::kRowTailStripBytes;
