@@ -270,9 +270,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         // kDeferPv (local_fwd_ws_defer_pv): a step's P v is issued with the next computed step's S
         // and runs while that step's softmax does (WsDeferredProduct), so each consumer keeps the
         // tensor pipe busy during its own exponentials, not only during the other consumers'. The
-        // outputs are bitwise those of the undeferred form (session 39 run B: 48 of 48 tensors of
-        // tools/local_bitwise.py). A half step is the consumer's last of the item: its P v runs at
-        // once.
+        // accumulator sees the same operations in the same order (o *= corr_j after P_{j-1} v_{j-1},
+        // before P_j v_j): the outputs are bitwise those of the undeferred form (session 39 run B:
+        // 48 of 48 tensors of tools/local_bitwise.py). A half step is the consumer's last of the
+        // item: its P v runs at once.
         WsDeferredProduct deferred;   // (P packed in pa)
         // o += P v over the first kSteps 16-key steps of the v tile at vt (no fence, commit or wait)
         auto issue_pv = [&](uint32_t vt, auto steps) {
