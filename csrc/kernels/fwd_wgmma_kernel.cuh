@@ -986,7 +986,9 @@ inline bool fwd_wgmma_row_tail(int N) {
 }
 
 // The row-tail kernel's launch (fwd_row_tail_cta), right after the main grid: `p` as planned for the
-// main grid (num_m_blocks its query blocks). Its own chunks: about one CTA per slot of the device.
+// main grid (num_m_blocks its query blocks). n_chunks CTAs per (head, bm window), about one CTA per
+// slot of the device in all; each walks every n_chunks-th window (n_chunks as windows split into
+// chunks of p.chunk).
 template <typename Element, int kKeys, int kTail>
 cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream) {
     using Layout = FwdWgmmaLayout<kKeys>;

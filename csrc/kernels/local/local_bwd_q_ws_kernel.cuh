@@ -248,8 +248,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 if constexpr (kPend) deferred.finish(dq, bar_empty);
                 pack_p16<Element>(dp, a);
                 if constexpr (kDeferDq) {
-                    deferred.pend = true;
-                    deferred.st = st;
+                    deferred.defer(st);
                 } else {
                     wgmma_fence();
                     wg_pb_issue<Element, kHeadDim>(dq, a, kst);   // dq += dS k

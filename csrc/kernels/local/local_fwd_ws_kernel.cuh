@@ -322,18 +322,16 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 pack_p16<Element>(s, pa);
                 if constexpr (kDeferPv && !kHalf) {
-                    deferred.pend = true;
-                    deferred.st = st;
+                    deferred.defer(st);
                 } else {
                     wgmma_fence();
                     issue_pv(vst, std::integral_constant<int, kHalf ? kTileN / 16 : kKK>{});
                     wgmma_commit();
                     wgmma_wait<0>();
                     wgmma_fence_operand(o_acc);
-                    if constexpr (kDeferPv) {
-                        deferred.pend = false;
-                        mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
-                    }
+                    // this thread no longer reads the stage (after_step leaves a computed step's
+                    // release to the step in the kDeferPv form)
+                    if constexpr (kDeferPv) mbar_arrive(bar_empty + 8 * st);
                 }
             };
             auto run_step = [&](auto half_step) {   // with or without a deferred P v in flight

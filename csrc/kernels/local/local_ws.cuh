@@ -43,6 +43,11 @@ struct LocalWsRounds {
 struct WsDeferredProduct {
     bool pend = false;   // warpgroup-uniform: a deferred product (of stage st) is in flight
     int st = 0;
+    // The product of step `step_st` (its operands in place) is left in flight for the next one.
+    FWA_DEVICE void defer(int step_st) {
+        pend = true;
+        st = step_st;
+    }
     template <typename Issue, typename Acc>
     FWA_DEVICE void complete(Issue&& issue, Acc& acc, uint32_t bar_empty) {
         wgmma_fence();
@@ -67,6 +72,7 @@ struct WsDeferredProduct {
         wgmma_wait<0>();
         wgmma_fence_operand(acc);
         mbar_arrive(bar_empty + 8 * st);   // the deferred product read its stage
+        pend = false;
     }
     // The end of step `step_st` of the item (computed or not) on a consumer of kDefer form.
     template <bool kDefer, typename Issue, typename Acc>
