@@ -671,26 +671,34 @@ def test_cuda_tiled_backward_pdl_bitwise_in_subprocess(tmp_path):
 
 
 # The shapes whose last 64-query block holds at most 16 rows below Npad 256 (N in 65..80, 129..144)
-# at head dim <= 32: the wgmma forward's row-tail kernel takes those rows; plus two with enough
-# windows per (head, bm window) that its CTAs walk several windows each (the next window's copies
-# overlap this one's work).
+# at head dim <= 32: the wgmma forward's main grid (N in 129..144, the folded row tail) or its
+# row-tail kernel takes those rows; plus two with enough windows per (head, bm window) that its
+# CTAs walk several windows each (the next window's copies overlap this one's work).
+# The last two: the folded row tail with fully masked rows and d < 32, and without bias and mask.
 _ROW_TAIL_CASES = [c for c in _WGMMA_FWD_CASES if 64 < c[2] <= 192 and (c[2] - 1) % 64 < 16 and c[3] <= 32] + [
-    (2048, 1, 144, 32, "bfloat16", "v2", "shift", "clustered"), (1536, 1, 129, 32, "float16", "v1", None, "normal")]
+    (2048, 1, 144, 32, "bfloat16", "v2", "shift", "clustered"), (1536, 1, 129, 32, "float16", "v1", None, "normal"),
+    (64, 2, 140, 24, "bfloat16", "v2", "dead", "normal"), (32, 3, 136, 32, "float16", "v2", None, "clustered")]
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("form", ["default", "rows-on-warpgroup", "no-pdl", "full-last-key-block"])
+@pytest.mark.parametrize("form", ["default", "row-tail-kernel", "bm-strip", "rows-on-warpgroup", "no-pdl",
+                                  "full-last-key-block"])
 def test_cuda_wgmma_forward_row_tail_in_subprocess(form):
     """On sm_90a, where the last query block holds at most 16 rows, the wgmma forward's main grid
-    covers the other blocks and a second kernel those rows on mma.sync, its 4 warps splitting each
-    window's keys and combining their partial softmax sums (fwd_wgmma_kernel.cuh,
-    window_attn_fwd_row_tail_kernel), launched as the main grid's programmatic dependent. Checked
-    against float64 (out, the lse the backward reads, every gradient) by default, with the rows on
-    the warpgroup (FWA_WINDOW_ROW_TAIL=0), launched after the main grid completes
-    (FWA_WINDOW_PDL=0), and with its last key block 64 wide (FWA_WINDOW_WGMMA_TAIL=0)."""
-    env = {"default": {}, "rows-on-warpgroup": {"FWA_WINDOW_ROW_TAIL": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"},
-           "full-last-key-block": {"FWA_WINDOW_WGMMA_TAIL": "0"}}[form]
-    assert len(_ROW_TAIL_CASES) == 6
+    covers the other blocks, and those rows are computed on mma.sync by 4 warps that split each
+    window's keys and combine their partial softmax sums (fwd_wgmma_kernel.cuh, RowTailWarp): at
+    Npad 192 by the main grid's warpgroups themselves, the query blocks' CTAs taking turns over
+    the windows (the folded row tail), otherwise by a second kernel
+    (window_attn_fwd_row_tail_kernel) launched as the main grid's programmatic dependent. Checked
+    against float64 (out, the lse the backward reads, every gradient) by default, with the second
+    kernel at Npad 192 too (FWA_WINDOW_ROW_TAIL_FOLD=0), with the strips from the op's bias+mask
+    build instead of the bias and mask (FWA_WINDOW_FWD_DIRECT_BM=0), with the rows on the warpgroup
+    (FWA_WINDOW_ROW_TAIL=0), launched after the main grid completes (FWA_WINDOW_PDL=0), and with
+    its last key block 64 wide (FWA_WINDOW_WGMMA_TAIL=0: the second kernel)."""
+    env = {"default": {}, "row-tail-kernel": {"FWA_WINDOW_ROW_TAIL_FOLD": "0"}, "bm-strip": {"FWA_WINDOW_FWD_DIRECT_BM": "0"},
+           "rows-on-warpgroup": {"FWA_WINDOW_ROW_TAIL": "0"},
+           "no-pdl": {"FWA_WINDOW_PDL": "0"}, "full-last-key-block": {"FWA_WINDOW_WGMMA_TAIL": "0"}}[form]
+    assert len(_ROW_TAIL_CASES) == 8
     _check_problems_in_child(_ROW_TAIL_CASES, 1100, env, f"wgmma forward row tail, {form}")
 
 

@@ -82,9 +82,22 @@ constexpr float kFwdFixedMaxShift = 100.f;
 template <typename Element, int kKeys>
 constexpr bool fwd_wgmma_fixed_form() { return kKeys == 256 && std::is_same<Element, __nv_bfloat16>::value; }
 
-template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
+// The folded row tail (fwd_wgmma_fold_form: Npad 192, head dim 32, the last key block 16 keys
+// wide, N in 129..144): the main kernel's CTAs also compute the rows past their query blocks
+// (rows 128..143) of half their windows, on mma.sync (see window_attn_fwd_wgmma_kernel).
+template <int kKeys, int kTail, int kHeadDim>
+constexpr bool fwd_wgmma_fold_form() { return kHeadDim == 32 && kKeys == 192 && kTail == 16; }
+
+// The warps of the row tail (the row-tail kernel's CTA, or the warpgroup of the folded row tail)
+constexpr int kRowTailWarps = 4;
+// fp32 pitch of a row of the warps' partial results (32 columns of o, the row max and the row
+// sum; float2 stores of half a warp: 16 distinct bank pairs)
+constexpr int kRowTailPitch = 40;
+
+template <int kKeys, int kHeadDim = 32, bool kFold = false> struct FwdWgmmaLayout {
     static_assert(kKeys % 64 == 0 && kKeys <= 256, "Npad of 64, 128, 192 or 256");
     static_assert(kHeadDim == 32 || (kHeadDim == 64 && kKeys <= 128), "head dim 32, or 64 at Npad 64 / 128");
+    static_assert(!kFold || (kKeys == 192 && kHeadDim == 32), "the folded row tail: Npad 192, head dim 32");
     // Npad = 64: two buffers of q / k / v per warpgroup (the next window's copies overlap all of
     // this window's work: one 64-key block leaves nothing to hide them behind otherwise).
     static constexpr int kStages = kKeys == 64 ? 2 : 1;
@@ -96,11 +109,19 @@ template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
     // the key inverse norms, then the query rows' (copied to FwdParams::q_inv_norm after the
     // norm phase's barrier)
     static constexpr uint32_t kKinvBytes = (kKeys + kTileM) * sizeof(float);
+    // the folded row tail's 16 q rows (after the inverse norms; 1024-aligned: kKinvBytes is 1024)
+    static constexpr uint32_t kQTailBytes = kFold ? 16 * kRowBytes : 0;
     // one warpgroup's q, k, v tiles (512-byte aligned: the swizzle pattern) and inverse norms
     static constexpr uint32_t kStageBytes = (kQBytes + kKBytes + kVBytes + 1023u) / 1024u * 1024u;
-    static constexpr uint32_t kGroupBytes = (kStages * kStageBytes + kKinvBytes + 1023u) / 1024u * 1024u;
-    static constexpr int kBmPitch = kKeys + 8;                // fp32 pitch of the strip (float2 reads)
-    static constexpr size_t kStripBytes = size_t(kTileM) * kBmPitch * sizeof(float);
+    static constexpr uint32_t kGroupBytes = (kStages * kStageBytes + kKinvBytes + kQTailBytes + 1023u) / 1024u * 1024u;
+    static_assert(!kFold || (kStages * kStageBytes + kKinvBytes) % 1024 == 0, "the q tail tile is 1024-aligned");
+    // The strip: the bias+mask rows of the CTA's 64-row query block, then (kFold) of the 16 tail
+    // rows, fp32, the columns the blocks read (kFold: the 144 keys of two 64-key blocks and the
+    // 16-key last one; its narrower rows pay for the tail rows' 16).
+    static constexpr int kStripRows = kTileM + (kFold ? 16 : 0);
+    static constexpr int kStripCols = kFold ? kKeys - 48 : kKeys;
+    static constexpr int kBmPitch = kStripCols + 8;           // fp32 pitch of the strip (float2 reads)
+    static constexpr size_t kStripBytes = size_t(kStripRows) * kBmPitch * sizeof(float);
     // 16 rows of ones (one k16 step of the second panel of [v | 1]), 1024-aligned
     static constexpr size_t kOnesBytes = 16 * kRowBytes;
     static FWA_HOST_DEVICE size_t strip_offset(int groups) { return size_t(groups) * kGroupBytes; }
@@ -112,11 +133,9 @@ template <int kKeys, int kHeadDim = 32> struct FwdWgmmaLayout {
     // The row-tail kernel (window_attn_fwd_row_tail_kernel): the strip's 16 rows, 2 stages of one
     // window's 16 q rows and the `keys` keys of k and v its blocks compute (Npad - 64 + the last
     // block's width; 64-byte rows with the 64-byte swizzle). The warps' partial results
-    // (kRowTailWarps x 16 rows x kRowTailPitch fp32: 32 columns of o, the row max and the row sum)
-    // reuse the window's stage once every warp is done with its q, k and v. N = 144: 13 + 2 x 19
-    // KB, 4 CTAs per SM.
+    // (kRowTailWarps x 16 rows x kRowTailPitch fp32) reuse the window's stage once every warp is
+    // done with its q, k and v. N = 144: 13 + 2 x 19 KB, 4 CTAs per SM.
     static constexpr uint32_t kRowTailStripBytes = (16u * kBmPitch * sizeof(float) + 1023u) / 1024u * 1024u;
-    static constexpr int kRowTailPitch = 40;   // (float2 stores of half a warp: 16 distinct bank pairs)
     static constexpr uint32_t row_tail_stage_bytes(int keys) { return 16u * kRowBytes + 2u * uint32_t(keys) * kRowBytes; }
     static constexpr uint32_t row_tail_part_bytes(int warps) { return uint32_t(warps) * 16u * kRowTailPitch * sizeof(float); }
     static FWA_HOST_DEVICE size_t row_tail_bytes(int keys) {
@@ -150,19 +169,19 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
-// Rows row0 .. row0 + kRows - 1 of the (bm window w, head h) bias+mask slice (all Npad = kKeys
-// columns, log2 units) into a strip of pitch FwdWgmmaLayout<kKeys>::kBmPitch, by threads tid, tid +
-// stride, ...:
+// Rows row0 .. row0 + kRows - 1 of the (bm window w, head h) bias+mask slice (its first kCols of
+// the Npad = kKeys columns, log2 units) into a strip of pitch kPitch, by threads tid, tid + stride,
+// ...:
 //  - from bm (built by the op layer): cp.async, the caller commits and waits;
 //  - from the bias and mask themselves (FwdParams::bias / mask, no bm: window_attn_fwd_reads_bias_mask):
 //    (bias + mask) log2(e) with window_attn_build_bm's operations, so the strip is bitwise its bm's
 //    rows; loads through the read-only path, kBatch chunks of 4 columns in flight per thread;
 //  - without bias and mask 0 for the keys < N,
 // and -inf for the padded keys (0 for the padded rows), so that one softmax serves every mode.
-template <int kKeys, int kRows>
+template <int kKeys, int kRows, int kCols = kKeys, int kPitch = FwdWgmmaLayout<kKeys>::kBmPitch>
 FWA_DEVICE void load_fwd_strip(float* sBm, const FwdParams& p, int h, int w, int row0, int N, int tid, int stride) {
-    constexpr int kPitch = FwdWgmmaLayout<kKeys>::kBmPitch;
-    constexpr int kChunksPerRow = kKeys / 4;
+    static_assert(kCols % 4 == 0 && kCols <= kKeys, "whole 16-byte chunks of the slice's rows");
+    constexpr int kChunksPerRow = kCols / 4;
     constexpr int kChunks = kRows * kChunksPerRow;
     if (p.bm != nullptr) {
         const float* bm_slice = p.bm + w * p.bm_win_stride + h * p.bm_head_stride;
@@ -210,7 +229,7 @@ FWA_DEVICE void load_fwd_strip(float* sBm, const FwdParams& p, int h, int w, int
             }
         }
     } else {
-        for (int c = tid; c < kRows * kKeys; c += stride) sBm[(c / kKeys) * kPitch + c % kKeys] = c % kKeys < N ? 0.f : -INFINITY;
+        for (int c = tid; c < kRows * kCols; c += stride) sBm[(c / kCols) * kPitch + c % kCols] = c % kCols < N ? 0.f : -INFINITY;
     }
 }
 
@@ -261,21 +280,207 @@ template <typename Element, int kHeadDim = 32> struct SwRowCopier {
 };
 template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 
-// The row tail. Where the last 64-query block holds at most 16 rows of data (N = 144: rows
+// A warp's share of a 16-row tail on mma.sync m16n8k16 (the row-tail kernel below, and the main
+// kernel's folded row tail): q's 16 rows in a tile of their own, k and v in tiles, 64-byte rows
+// with the 64-byte swizzle; the bias+mask rows in a strip. The kRowTailWarps warps split the keys
+// (16-key blocks, contiguous ranges: N = 144 takes 2, 2, 2 and 3 blocks): per warp S from ldmatrix
+// fragments, P = exp2(S - m_w) with m_w the row max over the warp's keys, P v, and the row sums of
+// P as packed from one more mma against a fragment of ones. The warps' (o, m_w, l_w) then meet in
+// shared memory: out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w, m = max_w m_w
+// (row_tail_combine_store).
+template <typename Element, int kMaxBlocks> struct RowTailWarp {
+    using Tr = ElementTraits<Element>;
+    int g, t4;
+    // ldmatrix rows: A (q) and the transposed B (v): matrices (rows 0-7 | 8-15) x (chunk 0 | 1) in
+    // that order; B (k): (keys 0-7, chunk 0 | 1), then keys 8-15
+    int a_r, a_j, b_r, b_j;
+    // this warp's 16-key blocks: blk0 .. blk0 + n_blk - 1 of the ceil(N / 16) that hold keys (split
+    // by N, not by the last key block's width: with FWA_WINDOW_WGMMA_TAIL=0 the same sums, bitwise)
+    int blk0, n_blk;
+    FWA_DEVICE RowTailWarp(int warp, int lane, int N)
+        : g(lane >> 2), t4(lane & 3), a_r((lane & 7) + ((lane >> 3) & 1) * 8), a_j(lane >> 4),
+          b_r((lane & 7) + ((lane >> 4) & 1) * 8), b_j((lane >> 3) & 1) {
+        const int n_blocks = (N + 15) / 16;
+        blk0 = warp * n_blocks / kRowTailWarps;
+        n_blk = (warp + 1) * n_blocks / kRowTailWarps - blk0;
+    }
+
+    // q's fragments (the tile sQ) and the row factors alpha log2(e), for V2 times the rows' inverse
+    // norms (qinv, from the fragments' sums of squares)
+    FWA_DEVICE void load_q(uint32_t sQ, bool cosine, float alpha, uint32_t (&qa)[2][4], float (&row_factor)[2],
+                           float (&qinv)[2]) const {
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) ldmatrix_x4(sQ + sw64_offset(a_r, 2 * ks + a_j), qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
+        row_factor[0] = row_factor[1] = alpha * kLog2e;
+        qinv[0] = qinv[1] = 1.f;
+        if (cosine) {
+            float ss0 = 0.f, ss1 = 0.f;
+            accumulate_sumsq<Element>(qa[0], ss0, ss1);
+            accumulate_sumsq<Element>(qa[1], ss0, ss1);
+            qinv[0] = inv_norm_from_sumsq_fast(quad_sum(ss0));
+            qinv[1] = inv_norm_from_sumsq_fast(quad_sum(ss1));
+            row_factor[0] *= qinv[0];
+            row_factor[1] *= qinv[1];
+        }
+    }
+
+    // P of the warp's keys, packed (pa: the A operands of P v), and m_w. S = q kᵀ from the k tile sK;
+    // the logits S row_factor kf + bm with the strip's rows g and g + 8 (sBm: the tail's row 0 and
+    // key 0, pitch kPitch) and the key factors kf: 1 for V1; for V2 the keys' inverse norms, from
+    // kinv (kKinv: the main kernel's, in shared memory) or from the sums of squares of the k
+    // fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns of S).
+    template <int kPitch, bool kKinv>
+    FWA_DEVICE void softmax_p(uint32_t sK, const uint32_t (&qa)[2][4], const float (&row_factor)[2], bool cosine,
+                              const float* kinv, const float* sBm, uint32_t (&pa)[kMaxBlocks][4], float (&m_w)[2]) const {
+        // S over the warp's keys (n8 tiles 2 j, 2 j + 1: block blk0 + j)
+        float s[2 * kMaxBlocks][4], kss[2 * kMaxBlocks];
+#pragma unroll
+        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = kss[nt] = 0.f;
+#pragma unroll
+        for (int j = 0; j < kMaxBlocks; ++j) {
+            if (j >= n_blk) break;
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+                uint32_t kb[4];
+                ldmatrix_x4(sK + sw64_offset((blk0 + j) * 16 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
+                mma_16816<Element>(s[2 * j], qa[ks], kb[0], kb[1]);
+                mma_16816<Element>(s[2 * j + 1], qa[ks], kb[2], kb[3]);
+                if (!kKinv && cosine) {   // keys g of n8 tiles 2 j and 2 j + 1, dims 2 t4 + {0, 1, 8, 9} of this step
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const float2 x = Tr::unpack(kb[e]);
+                        kss[2 * j + (e >> 1)] = fmaf(x.x, x.x, fmaf(x.y, x.y, kss[2 * j + (e >> 1)]));
+                    }
+                }
+            }
+        }
+        // logits (log2 units); from the fragments, the key factors of this thread's columns 2 t4,
+        // 2 t4 + 1 of each n8 tile are held by lanes 8 t4 and 8 t4 + 4 (g = 2 t4, 2 t4 + 1)
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) {
+            if (nt >= 2 * n_blk) break;
+            float kf0 = 1.f, kf1 = 1.f;
+            if (cosine) {
+                if constexpr (kKinv) {
+                    const float2 kf = *reinterpret_cast<const float2*>(kinv + blk0 * 16 + nt * 8 + 2 * t4);
+                    kf0 = kf.x;
+                    kf1 = kf.y;
+                } else {
+                    const float kinv_g = inv_norm_from_sumsq_fast(quad_sum(kss[nt]));
+                    kf0 = __shfl_sync(0xffffffffu, kinv_g, 8 * t4);
+                    kf1 = __shfl_sync(0xffffffffu, kinv_g, 8 * t4 + 4);
+                }
+            }
+            const float* bm0 = sBm + g * kPitch + blk0 * 16 + nt * 8 + 2 * t4;
+            const float2 b0 = *reinterpret_cast<const float2*>(bm0);
+            const float2 b1 = *reinterpret_cast<const float2*>(bm0 + 8 * kPitch);
+            s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf0, b0.x);
+            s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf1, b0.y);
+            s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf0, b1.x);
+            s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf1, b1.y);
+            mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+        }
+        float m_use[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            m_w[r] = quad_max(mx[r]);
+            m_use[r] = m_w[r] == -INFINITY ? 0.f : m_w[r];   // keys all -inf: P = 0, not NaN
+        }
+#pragma unroll
+        for (int j = 0; j < kMaxBlocks; ++j) {
+            if (j >= n_blk) break;
+            pa[j][0] = Tr::pack(fast_exp2(s[2 * j][0] - m_use[0]), fast_exp2(s[2 * j][1] - m_use[0]));
+            pa[j][1] = Tr::pack(fast_exp2(s[2 * j][2] - m_use[1]), fast_exp2(s[2 * j][3] - m_use[1]));
+            pa[j][2] = Tr::pack(fast_exp2(s[2 * j + 1][0] - m_use[0]), fast_exp2(s[2 * j + 1][1] - m_use[0]));
+            pa[j][3] = Tr::pack(fast_exp2(s[2 * j + 1][2] - m_use[1]), fast_exp2(s[2 * j + 1][3] - m_use[1]));
+        }
+    }
+
+    // o = P v (the v tile sV) and l, the row sums of P as packed (B = ones: every column of l is
+    // the row sum)
+    FWA_DEVICE void pv(uint32_t sV, const uint32_t (&pa)[kMaxBlocks][4], float (&o)[4][4], float (&l)[4]) const {
+        const uint32_t one2 = Tr::pack(1.f, 1.f);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = l[i] = 0.f;
+#pragma unroll
+        for (int j = 0; j < kMaxBlocks; ++j) {
+            if (j >= n_blk) break;
+#pragma unroll
+            for (int dd = 0; dd < 2; ++dd) {
+                uint32_t vb[4];
+                ldmatrix_x4_trans(sV + sw64_offset((blk0 + j) * 16 + a_r, 2 * dd + a_j), vb[0], vb[1], vb[2], vb[3]);
+                mma_16816<Element>(o[2 * dd], pa[j], vb[0], vb[1]);
+                mma_16816<Element>(o[2 * dd + 1], pa[j], vb[2], vb[3]);
+            }
+            mma_16816<Element>(l, pa[j], one2, one2);
+        }
+    }
+
+    // this warp's part (16 rows of pitch kRowTailPitch at `part`): columns 0..31 o, 32 the row
+    // max, 33 the row sum
+    FWA_DEVICE void store_part(float* part, const float (&o)[4][4], const float (&m_w)[2], const float (&l)[4]) const {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float* prow = part + (g + 8 * r) * kRowTailPitch;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) *reinterpret_cast<float2*>(prow + i * 8 + 2 * t4) = make_float2(o[i][2 * r], o[i][2 * r + 1]);
+            if (t4 == 0) *reinterpret_cast<float2*>(prow + 32) = make_float2(m_w[r], l[2 * r]);
+        }
+    }
+};
+
+// The kRowTailWarps warps' parts (sPart: warp w's 16 rows from row 16 w) combined, and the rows
+// row0 .. row0 + 15 (those < N) of out and lse of window b, head h stored: thread tid of 128 takes
+// row tid / 8, columns 4 (tid % 8) .. + 3.
+template <typename Element>
+FWA_DEVICE void row_tail_combine_store(const float* sPart, const FwdParams& p, int64_t b, int h, int row0, int tid) {
+    using Tr = ElementTraits<Element>;
+    constexpr int kPitch = kRowTailPitch;
+    const int r = tid >> 3, c0 = (tid & 7) * 4;
+    float m = -INFINITY;
+#pragma unroll
+    for (int wp = 0; wp < kRowTailWarps; ++wp) m = fmaxf(m, sPart[(wp * 16 + r) * kPitch + 32]);
+    float lsum = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int wp = 0; wp < kRowTailWarps; ++wp) {
+        const float* prow = sPart + (wp * 16 + r) * kPitch;
+        const float mw = prow[32];
+        const float f = mw == -INFINITY ? 0.f : fast_exp2(mw - m);   // (a warp whose keys are all -inf)
+        const float4 ov = *reinterpret_cast<const float4*>(prow + c0);
+        lsum = fmaf(f, prow[33], lsum);
+        acc.x = fmaf(f, ov.x, acc.x);
+        acc.y = fmaf(f, ov.y, acc.y);
+        acc.z = fmaf(f, ov.z, acc.z);
+        acc.w = fmaf(f, ov.w, acc.w);
+    }
+    const int row = row0 + r, N = p.N;
+    if (row < N) {
+        // lsum == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
+        const float inv_l = lsum == 0.f ? 0.f : fast_rcp(lsum);
+        if ((tid & 7) == 0)
+            p.lse[(b * p.H + h) * N + row] = lsum == 0.f ? INFINITY : ((m == -INFINITY ? 0.f : m) + fast_log2(lsum)) * kLn2;
+        if (c0 < p.d) {
+            Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride +
+                           int64_t(row) * p.out.row_stride + c0;
+            *reinterpret_cast<uint2*>(out) = make_uint2(Tr::pack(acc.x * inv_l, acc.y * inv_l), Tr::pack(acc.z * inv_l, acc.w * inv_l));
+        }
+    }
+}
+
+// The row-tail kernel. Where the last 64-query block holds at most 16 rows of data (N = 144: rows
 // 128..143 of the padded 192; N = 196: 4 rows), a warpgroup's m64 tile spends 3/4 or more of its
 // products, exponentials and P v on padded rows: at N = 144 a quarter of the forward. With
-// fwd_wgmma_row_tail(N) the main grid covers the other query blocks and this kernel those rows on
-// mma.sync m16n8k16 (an m16 tile: no padded rows beyond 16), one CTA of kRowTailWarps warps per
-// (head, bm window, chunk id). The CTA walks its windows (every n_chunks-th batch index, downwards:
-// see fwd_row_tail_cta) one at a time, the next window's q, k and v copied (2 stages) while this
-// one's are used; the strip's 16 rows are loaded once. The warps split a window's keys (16-key
-// blocks, contiguous ranges: N = 144 takes 2, 2, 2 and 3 blocks): per warp S from ldmatrix
-// fragments; for V2 the key sums of squares from the same k fragments (a quad sum, then a shuffle
-// to the lanes that hold those keys' columns of S) and the row factors from the q fragments;
-// P = exp2(S - m_w) with m_w the row max over the warp's keys; P v, and the row sums of P as
-// packed from one more mma against a fragment of ones. The warps' (o, m_w, l_w) then meet in
-// shared memory (the window's stage, once every warp is done with its q, k and v):
-// out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w, m = max_w m_w, 4 columns of a row per thread.
+// fwd_wgmma_row_tail(N) the main grid covers the other query blocks and, outside the folded form
+// (fwd_wgmma_fold_form: the main grid's CTAs take those rows themselves), this kernel those rows
+// on mma.sync m16n8k16 (an m16 tile: no padded rows beyond 16; RowTailWarp), one CTA of
+// kRowTailWarps warps per (head, bm window, chunk id). The CTA walks its windows (every n_chunks-th
+// batch index, downwards: see fwd_row_tail_cta) one at a time, the next window's q, k and v copied
+// (2 stages) while this one's are used; the strip's 16 rows are loaded once. For V2 the key norms
+// come from the k fragments' sums of squares. The warps' parts go to the window's stage, once
+// every warp is done with its q, k and v.
 // (Session 32 run A, one window per warp, each warp holding its own window: N = 144 76.8 -> 69.0
 // us, but N = 196 98.6 -> 108.8: 4 warps per SM at 27 KB each, each waiting for its own copies.)
 // It is launched right after the main grid as its programmatic dependent (the main kernel
@@ -285,22 +490,19 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // before that wait, through L2 (cp.async.cg): the build grid completed before any main CTA passed
 // its wait, hence before this grid was launched. FWA_WINDOW_ROW_TAIL=0 keeps the rows on the
 // warpgroup (A/B timing, tests).
-constexpr int kRowTailWarps = 4;
 // (4 CTAs per SM at 128 registers without spilling: the N = 144 forward 66.9-67.8 us; at 3 CTAs
 // (170 registers) and 62 KB, the parts in a buffer of their own, 67.3-68.2 us: session 40 run G)
 constexpr int kRowTailCtasPerSm = 4;
 
 template <typename Element, int kKeys, int kTail>
 FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
-    using Tr = ElementTraits<Element>;
     using Layout = FwdWgmmaLayout<kKeys>;
     constexpr int kThreads = kRowTailWarps * 32;
     constexpr int kRowsK = kKeys - kTileN + kTail;            // the keys the blocks compute
     constexpr int kBlocks = kRowsK / 16;                      // 16-key blocks
     constexpr int kMaxBlocks = (kBlocks + kRowTailWarps - 1) / kRowTailWarps;
     constexpr uint32_t kStage = Layout::row_tail_stage_bytes(kRowsK);
-    constexpr int kPitch = Layout::kRowTailPitch;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const uint32_t raw = smem_u32(smem_raw);
     const uint32_t base = (raw + 1023u) & ~1023u;
 
@@ -343,16 +545,7 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
     load_fwd_strip<kKeys, 16>(sBm, p, h, w, row0, N, tid, kThreads);
     cp_async_commit();
 
-    const uint32_t one2 = Tr::pack(1.f, 1.f);
-    // ldmatrix rows: A (q) and the transposed B (v): matrices (rows 0-7 | 8-15) x (chunk 0 | 1) in
-    // that order; B (k): (keys 0-7, chunk 0 | 1), then keys 8-15
-    const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
-    const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-    // this warp's 16-key blocks: blk0 .. blk0 + n_blk - 1 of the ceil(N / 16) that hold keys (split
-    // by N, not kTail: with FWA_WINDOW_WGMMA_TAIL=0 the same sums, bitwise)
-    const int n_blocks = (N + 15) / 16;
-    const int blk0 = warp * n_blocks / kRowTailWarps;
-    const int n_blk = (warp + 1) * n_blocks / kRowTailWarps - blk0;
+    const RowTailWarp<Element, kMaxBlocks> rw(warp, lane, N);
     for (int ti = 0; ti < n_win; ++ti) {
         cp_async_wait<0>();   // window ti's copies (and the strip) landed
         // ... for every thread, and every thread is done with window ti - 1's stage (its partial
@@ -362,141 +555,24 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
         cp_async_commit();
         const uint32_t sQ = sStage0 + uint32_t(ti & 1) * kStage;
         float* const sPart = reinterpret_cast<float*>(smem_raw + (sQ - raw));   // (after the barrier below)
-        float* const part = sPart + warp * 16 * kPitch;
         const uint32_t sK = sQ + 16u * Layout::kRowBytes;
         const uint32_t sV = sK + uint32_t(kRowsK) * Layout::kRowBytes;
 
         uint32_t qa[2][4];
-#pragma unroll
-        for (int ks = 0; ks < 2; ++ks) ldmatrix_x4(sQ + sw64_offset(a_r, 2 * ks + a_j), qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
-        float row_factor[2] = {alpha * kLog2e, alpha * kLog2e};
-        if (cosine) {
-            float ss0 = 0.f, ss1 = 0.f;
-            accumulate_sumsq<Element>(qa[0], ss0, ss1);
-            accumulate_sumsq<Element>(qa[1], ss0, ss1);
-            const float qinv[2] = {inv_norm_from_sumsq_fast(quad_sum(ss0)), inv_norm_from_sumsq_fast(quad_sum(ss1))};
-            row_factor[0] *= qinv[0];
-            row_factor[1] *= qinv[1];
-            // the op's qk_inv_norm (FwdParams): these rows' (the keys' come from the main grid)
-            if (warp == 0 && t4 == 0 && p.q_inv_norm != nullptr)
-                fwd_store_row_pair(p.q_inv_norm + (window_of(ti) * p.H + h) * N, row0 + g, N, qinv);
-        }
-        // S over the warp's keys (n8 tiles 2 j, 2 j + 1: block blk0 + j)
-        float s[2 * kMaxBlocks][4], kss[2 * kMaxBlocks];
-#pragma unroll
-        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = kss[nt] = 0.f;
-#pragma unroll
-        for (int j = 0; j < kMaxBlocks; ++j) {
-            if (j >= n_blk) break;
-#pragma unroll
-            for (int ks = 0; ks < 2; ++ks) {
-                uint32_t kb[4];
-                ldmatrix_x4(sK + sw64_offset((blk0 + j) * 16 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
-                mma_16816<Element>(s[2 * j], qa[ks], kb[0], kb[1]);
-                mma_16816<Element>(s[2 * j + 1], qa[ks], kb[2], kb[3]);
-                if (cosine) {   // keys g of n8 tiles 2 j and 2 j + 1, dims 2 t4 + {0, 1, 8, 9} of this step
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const float2 x = Tr::unpack(kb[e]);
-                        kss[2 * j + (e >> 1)] = fmaf(x.x, x.x, fmaf(x.y, x.y, kss[2 * j + (e >> 1)]));
-                    }
-                }
-            }
-        }
-        // logits (log2 units); the key factors of this thread's columns 2 t4, 2 t4 + 1 of each n8
-        // tile are held by lanes 8 t4 and 8 t4 + 4 (g = 2 t4, 2 t4 + 1)
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) {
-            if (nt >= 2 * n_blk) break;
-            float kf0 = 1.f, kf1 = 1.f;
-            if (cosine) {
-                const float kinv = inv_norm_from_sumsq_fast(quad_sum(kss[nt]));
-                kf0 = __shfl_sync(0xffffffffu, kinv, 8 * t4);
-                kf1 = __shfl_sync(0xffffffffu, kinv, 8 * t4 + 4);
-            }
-            const float* bm0 = sBm + g * Layout::kBmPitch + blk0 * 16 + nt * 8 + 2 * t4;
-            const float2 b0 = *reinterpret_cast<const float2*>(bm0);
-            const float2 b1 = *reinterpret_cast<const float2*>(bm0 + 8 * Layout::kBmPitch);
-            s[nt][0] = fmaf(s[nt][0] * row_factor[0], kf0, b0.x);
-            s[nt][1] = fmaf(s[nt][1] * row_factor[0], kf1, b0.y);
-            s[nt][2] = fmaf(s[nt][2] * row_factor[1], kf0, b1.x);
-            s[nt][3] = fmaf(s[nt][3] * row_factor[1], kf1, b1.y);
-            mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
-            mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
-        }
-        float m_w[2], m_use[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            m_w[r] = quad_max(mx[r]);
-            m_use[r] = m_w[r] == -INFINITY ? 0.f : m_w[r];   // keys all -inf: P = 0, not NaN
-        }
-        // P v, and the row sums of P as packed (B = ones: every column of l is the row sum)
-        float o[4][4], l[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-#pragma unroll
-        for (int j = 0; j < kMaxBlocks; ++j) {
-            if (j >= n_blk) break;
-            uint32_t a[4];
-            a[0] = Tr::pack(fast_exp2(s[2 * j][0] - m_use[0]), fast_exp2(s[2 * j][1] - m_use[0]));
-            a[1] = Tr::pack(fast_exp2(s[2 * j][2] - m_use[1]), fast_exp2(s[2 * j][3] - m_use[1]));
-            a[2] = Tr::pack(fast_exp2(s[2 * j + 1][0] - m_use[0]), fast_exp2(s[2 * j + 1][1] - m_use[0]));
-            a[3] = Tr::pack(fast_exp2(s[2 * j + 1][2] - m_use[1]), fast_exp2(s[2 * j + 1][3] - m_use[1]));
-#pragma unroll
-            for (int dd = 0; dd < 2; ++dd) {
-                uint32_t vb[4];
-                ldmatrix_x4_trans(sV + sw64_offset((blk0 + j) * 16 + a_r, 2 * dd + a_j), vb[0], vb[1], vb[2], vb[3]);
-                mma_16816<Element>(o[2 * dd], a, vb[0], vb[1]);
-                mma_16816<Element>(o[2 * dd + 1], a, vb[2], vb[3]);
-            }
-            mma_16816<Element>(l, a, one2, one2);
-        }
+        float row_factor[2], qinv[2];
+        rw.load_q(sQ, cosine, alpha, qa, row_factor, qinv);
+        // the op's qk_inv_norm (FwdParams): these rows' (the keys' come from the main grid)
+        if (cosine && warp == 0 && rw.t4 == 0 && p.q_inv_norm != nullptr)
+            fwd_store_row_pair(p.q_inv_norm + (window_of(ti) * p.H + h) * N, row0 + rw.g, N, qinv);
+        uint32_t pa[kMaxBlocks][4];
+        float m_w[2];
+        rw.template softmax_p<Layout::kBmPitch, false>(sK, qa, row_factor, cosine, nullptr, sBm, pa, m_w);
+        float o[4][4], l[4];
+        rw.pv(sV, pa, o, l);
         __syncthreads();   // every warp is done with this window's q, k and v: its parts go there
-        // this warp's part: rows g, g + 8; columns 0..31 o, 32 the row max, 33 the row sum
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float* prow = part + (g + 8 * r) * kPitch;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) *reinterpret_cast<float2*>(prow + i * 8 + 2 * t4) = make_float2(o[i][2 * r], o[i][2 * r + 1]);
-            if (t4 == 0) *reinterpret_cast<float2*>(prow + 32) = make_float2(m_w[r], l[2 * r]);
-        }
+        rw.store_part(sPart + warp * 16 * kRowTailPitch, o, m_w, l);
         __syncthreads();   // every part is written
-
-        // row tid / 8, columns 4 (tid % 8) .. + 3
-        {
-            const int r = tid >> 3, c0 = (tid & 7) * 4;
-            float m = -INFINITY;
-#pragma unroll
-            for (int wp = 0; wp < kRowTailWarps; ++wp) m = fmaxf(m, sPart[(wp * 16 + r) * kPitch + 32]);
-            float lsum = 0.f;
-            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-            for (int wp = 0; wp < kRowTailWarps; ++wp) {
-                const float* prow = sPart + (wp * 16 + r) * kPitch;
-                const float mw = prow[32];
-                const float f = mw == -INFINITY ? 0.f : fast_exp2(mw - m);   // (a warp whose keys are all -inf)
-                const float4 ov = *reinterpret_cast<const float4*>(prow + c0);
-                lsum = fmaf(f, prow[33], lsum);
-                acc.x = fmaf(f, ov.x, acc.x);
-                acc.y = fmaf(f, ov.y, acc.y);
-                acc.z = fmaf(f, ov.z, acc.z);
-                acc.w = fmaf(f, ov.w, acc.w);
-            }
-            const int row = row0 + r;
-            if (row < N) {
-                const int64_t b = window_of(ti);
-                // lsum == 0: every logit of the row is -inf -> out 0, lse +inf. NaN propagates.
-                const float inv_l = lsum == 0.f ? 0.f : fast_rcp(lsum);
-                if ((tid & 7) == 0)
-                    p.lse[(b * p.H + h) * N + row] = lsum == 0.f ? INFINITY : ((m == -INFINITY ? 0.f : m) + fast_log2(lsum)) * kLn2;
-                if (c0 < d) {
-                    Element* out = static_cast<Element*>(p.out.ptr) + b * p.out.batch_stride + h * p.out.head_stride +
-                                   int64_t(row) * p.out.row_stride + c0;
-                    *reinterpret_cast<uint2*>(out) = make_uint2(Tr::pack(acc.x * inv_l, acc.y * inv_l), Tr::pack(acc.z * inv_l, acc.w * inv_l));
-                }
-            }
-        }
+        row_tail_combine_store<Element>(sPart, p, window_of(ti), h, row0, tid);
     }
 }
 
@@ -521,7 +597,9 @@ __global__ void __launch_bounds__(kFwdWgThreads * kFwdWgMaxGroups, 1)
 window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #if FWA_HAS_WGMMA
     using Tr = ElementTraits<Element>;
-    using Layout = FwdWgmmaLayout<kKeys, kHeadDim>;
+    // the folded row tail's form (its layout: the q tail tiles and the strip's tail rows)
+    constexpr bool kFold = fwd_wgmma_fold_form<kKeys, kTail, kHeadDim>();
+    using Layout = FwdWgmmaLayout<kKeys, kHeadDim, kFold>;
     constexpr int kKSteps = kHeadDim / 16;   // k16 steps of q kᵀ (and of the norms' products)
     constexpr int kONT = kHeadDim / 8 + 1;   // n8 tiles of o = P [v | 1]: the head dim, the row sums
     constexpr uint32_t kRowBytes = Layout::kRowBytes;
@@ -572,16 +650,35 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     const int n_win = (t_end - t_begin - group + groups - 1) / groups;
     auto window_of = [&](int ti) -> int64_t { return w + int64_t(p.nW) * (t_begin + group + int64_t(groups) * ti); };
 
+    // The folded row tail (FwdParams::fold_row_tail, in the form fwd_wgmma_fold_form; otherwise
+    // false at compile time): rows tail_row0 = num_m_blocks * 64 .. N - 1 (at most 16) of this
+    // warpgroup's windows ti with ti % num_m_blocks == m_block, so that the query blocks' CTAs of a
+    // window take turns. Their q rows are copied with the window's q and k (a 16-row tile after
+    // the inverse norms); at the last key block, before the next window's q and k are issued, each
+    // warp computes P of its share of the keys (RowTailWarp: mma.sync m16n8k16 from k's tile, the
+    // key factors from kinv, the bias+mask from the strip's rows 64..79); its P v runs while the
+    // warpgroup's last P v does, and once that is done the warps' parts meet in the v tile (12 KB)
+    // before the next window's v is issued. So k and v are read once per window, where the row-tail
+    // kernel read them again after the main grid (~15 us of the N = 144 forward's 67).
+    const bool fold = kFold && p.fold_row_tail;
+    const int tail_row0 = p.num_m_blocks * kTileM;
+    auto tail_window = [&](int ti) { return fold && ti % p.num_m_blocks == m_block; };
+    constexpr int kFoldMaxBlocks = kFold ? ((kKeys - kTileN + kTail) / 16 + kRowTailWarps - 1) / kRowTailWarps : 1;
+    const uint32_t sQTail = sGroup + Layout::kStages * Layout::kStageBytes + Layout::kKinvBytes;
+
     const Element* q_base = static_cast<const Element*>(p.q.ptr) + h * p.q.head_stride;
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + h * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + h * p.v.head_stride;
     const SwRowCopier<Element, kHeadDim> cp(tid, d);
     // Stage st's tiles: q, then k, then v.
     auto stage_q = [&](int st) { return sGroup + uint32_t(st) * Layout::kStageBytes; };
-    auto issue_qk = [&](int64_t b, int st) {
+    auto issue_qk = [&](int64_t b, int st, bool tail) {
         const uint32_t tq = stage_q(st);
         cp.copy<kTileM>(tq, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), row0, N, q_base);
         cp.copy<kKeys>(tq + Layout::kQBytes, k_base + b * p.k.batch_stride, static_cast<int>(p.k.row_stride), 0, N, k_base);
+        if constexpr (kFold) {
+            if (tail) cp.copy<16>(sQTail, q_base + b * p.q.batch_stride, static_cast<int>(p.q.row_stride), tail_row0, N, q_base);
+        }
     };
     auto issue_v = [&](int64_t b, int st) {
         cp.copy<kKeys>(stage_q(st) + Layout::kQBytes + Layout::kKBytes, v_base + b * p.v.batch_stride,
@@ -596,7 +693,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     // the strip's loop and the main loop spilled 44 instead of 12-20 bytes.)
     if constexpr (kDouble) {
         if (n_win > 0) {
-            issue_qk(window_of(0), 0);
+            issue_qk(window_of(0), 0, false);
             issue_v(window_of(0), 0);
         }
         cp_async_commit();
@@ -612,7 +709,11 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     // softmax serves every mode (with a variant per mode, their register assignments of S were
     // merged after the softmax with ~400 moves per window; with a loop per mode the registers
     // spilled: session 18 runs 5-6). V1 likewise uses key factors of 1.
-    load_fwd_strip<kKeys, kTileM>(sBm, p, h, w, row0, N, threadIdx.x, kFwdWgThreads * groups);
+    load_fwd_strip<kKeys, kTileM, Layout::kStripCols, Layout::kBmPitch>(sBm, p, h, w, row0, N, threadIdx.x,
+                                                                         kFwdWgThreads * groups);
+    if (fold)   // the tail rows' (rows 64..79 of the strip)
+        load_fwd_strip<kKeys, 16, Layout::kStripCols, Layout::kBmPitch>(sBm + kTileM * Layout::kBmPitch, p, h, w, tail_row0, N,
+                                                                        threadIdx.x, kFwdWgThreads * groups);
     if (has_bm) {
         cp_async_commit();
         cp_async_wait<0>();   // (at Npad = 64 also the first window's copies, issued above)
@@ -660,7 +761,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
     }
     if (n_win <= 0) return;
     if constexpr (!kDouble) {
-        issue_qk(window_of(0), 0);
+        issue_qk(window_of(0), 0, tail_window(0));
         cp_async_commit();
         issue_v(window_of(0), 0);
         cp_async_commit();
@@ -688,7 +789,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             // other stage): the next window's copies may go there
             group_sync(group);
             if (ti + 1 < n_win) {
-                issue_qk(window_of(ti + 1), st ^ 1);
+                issue_qk(window_of(ti + 1), st ^ 1, false);
                 issue_v(window_of(ti + 1), st ^ 1);
             }
             cp_async_commit();
@@ -817,6 +918,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             m_run[0] = sRowMax[warp * 16 + g];
             m_run[1] = sRowMax[warp * 16 + g + 8];
         }
+        // The folded row tail's state: this warp's P (packed) and row max, its o and row sums.
+        const bool tail = tail_window(ti);
         // S of block kt + 1 is issued before block kt's softmax (its accumulators are the other
         // buffer of sb), so the tensor cores compute it while the softmax runs; P v of block kt
         // completes with it at the top of the next block.
@@ -845,8 +948,34 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             wgmma_fence_operand(o);
             if (kt == kTiles - 1) {
                 if constexpr (!kDouble) {
+                    if constexpr (kFold) {
+                        if (tail) {
+                            // the tail rows: P from q's tail tile and k (the key factors from
+                            // kinv), P v; the warps' parts meet in the k tile (its S all done)
+                            const RowTailWarp<Element, kFoldMaxBlocks> rw(warp, lane, N);
+                            const uint32_t sK = stage_q(0) + Layout::kQBytes;
+                            float* const sPart = reinterpret_cast<float*>(smem_raw + (sK - raw));
+                            static_assert(kRowTailWarps * 16 * kRowTailPitch * sizeof(float) <= Layout::kKBytes,
+                                          "the tail's parts fit the k tile");
+                            float tail_o[4][4], tail_l[4], tail_m[2];
+                            {
+                                uint32_t qa[2][4], pa[kFoldMaxBlocks][4];
+                                float tail_factor[2], qinv[2];
+                                rw.load_q(sQTail, cosine, alpha, qa, tail_factor, qinv);
+                                if (cosine && warp == 0 && t4 == 0 && p.q_inv_norm != nullptr)
+                                    fwd_store_row_pair(p.q_inv_norm + (b * p.H + h) * N, tail_row0 + g, N, qinv);
+                                rw.template softmax_p<Layout::kBmPitch, true>(sK, qa, tail_factor, cosine, kinv,
+                                                                              sBm + kTileM * Layout::kBmPitch, pa, tail_m);
+                                rw.pv(sK + Layout::kKBytes, pa, tail_o, tail_l);
+                            }
+                            group_sync(group);   // every warp is done with k
+                            rw.store_part(sPart + warp * 16 * kRowTailPitch, tail_o, tail_m, tail_l);
+                            group_sync(group);   // every part is written
+                            row_tail_combine_store<Element>(sPart, p, b, h, tail_row0, tid);
+                        }
+                    }
                     group_sync(group);   // every warp's last S is done: q and k may be overwritten
-                    if (ti + 1 < n_win) issue_qk(window_of(ti + 1), 0);
+                    if (ti + 1 < n_win) issue_qk(window_of(ti + 1), 0, tail_window(ti + 1));
                     cp_async_commit();
                 }
             } else {
@@ -1008,9 +1137,17 @@ cudaError_t launch_fwd_row_tail(const FwdParams& main_plan, cudaStream_t stream)
     return cudaLaunchKernelEx(&cfg, kKernel, p);
 }
 
+// The main grid takes the row tail's rows itself (the folded row tail, where fwd_wgmma_fold_form
+// holds), unless FWA_WINDOW_ROW_TAIL_FOLD=0 (the row-tail kernel then: A/B timing, tests).
+inline bool fwd_wgmma_fold_row_tail() {
+    static const bool on = env_switch_on("FWA_WINDOW_ROW_TAIL_FOLD");
+    return on;
+}
+
 template <typename Element, int kKeys, int kTail, int kHeadDim = 32>
 cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
-    using Layout = FwdWgmmaLayout<kKeys, kHeadDim>;
+    constexpr bool kFold = fwd_wgmma_fold_form<kKeys, kTail, kHeadDim>();
+    using Layout = FwdWgmmaLayout<kKeys, kHeadDim, kFold>;
     constexpr auto kKernel = window_attn_fwd_wgmma_kernel<Element, kKeys, kTail, kHeadDim>;
     FwdParams p = params;
     // The plan (warpgroups per CTA, CTAs per SM): the most warpgroups per SM, then fewer per CTA
@@ -1054,6 +1191,7 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
         p.num_m_blocks = rows.num_m_blocks;
         p.chunk = rows.chunk;
         p.n_chunks = rows.n_chunks;
+        p.fold_row_tail = kFold && fwd_wgmma_fold_row_tail();
     } else {
         window_attn_plan_chunks_balanced(p, num_sms(), ctas, groups);
     }
@@ -1066,7 +1204,7 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
                                                  Layout::bytes(groups), stream, p.bm_pdl && window_pdl_enabled(), attr);
     const cudaError_t err = cudaLaunchKernelEx(&cfg, kKernel, p);
     if constexpr (kRowTailForm) {
-        if (err == cudaSuccess && row_tail) return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream);
+        if (err == cudaSuccess && row_tail && !p.fold_row_tail) return launch_fwd_row_tail<Element, kKeys, kTail>(p, stream);
     }
     return err;
 }

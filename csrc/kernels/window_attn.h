@@ -74,6 +74,9 @@ struct FwdParams {
     int stages = 2;                    // forward pipeline depth (set by its launcher)
     int bm_mode = 0;                   // forward bias+mask placement (set by its launcher)
     int groups = 1;                    // forward groups of 4 warps per CTA (set by its launcher)
+    // The wgmma forward's main grid also computes the rows past its query blocks (at most 16:
+    // fwd_wgmma_fold_form, set by its launcher) instead of the row-tail kernel.
+    bool fold_row_tail = false;
     // Forward copy-cursor steps in elements (set by its launcher from the strides, N and groups):
     // one key tile of k / v, and from a window's last key tile (k, v) or its q rows to the same rows
     // of the group's next window (nW * groups windows on). Kernel parameters, so the per-item
