@@ -512,7 +512,7 @@ def test_cuda_forward_placements_in_subprocess(config):
 
 
 # N <= 256 at d <= 32: every Npad (64, 128, 192, 256) with partial last query blocks (at most 16
-# rows at N = 65, 80, 129 and 144, the row-tail kernel's, and at 196, 200, 208) and key blocks
+# rows at N = 65, 80, 129 and 144, the row tail's, and at 196, 200, 208) and key blocks
 # (the last key block's width, fwd_wgmma_tail_keys: 16 at N = 1, 7, 65, 129, 144, 200; 32 at N = 20,
 # 90, 160; 48 at N = 33, 100, 230; 64 elsewhere), d < 32 (zero-filled columns), V1 / V2, with and
 # without bias+mask, a mask with fully masked (-inf) rows, clustered values, both dtypes, packed
@@ -584,7 +584,9 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     and every gradient must be bitwise equal between the two (and both pass the float64 check of
     test_cuda_wgmma_forward_in_subprocess). (Both with the key side's last key block on the wgmma
     path, FWA_WINDOW_KV_TAIL=0: its mma.sync form adds dv and dk in another order;
-    test_cuda_kv_tail_role_in_subprocess checks that form.)"""
+    test_cuda_kv_tail_role_in_subprocess checks that form. And both with the row-tail kernel at N =
+    129..144, FWA_WINDOW_ROW_TAIL_FOLD=0: the folded row tail exists at the 16-key last block only,
+    and its V2 key norms are the main grid's, not the row-tail kernel's own sums.)"""
     cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
     code = (
         "import flash_window_attn as fwa\n"
@@ -597,7 +599,7 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
         "print('ok', len(res))\n"
     )
     narrow, full = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_WGMMA_TAIL", "wgmma forward, last block tail",
-                                           base_env={"FWA_WINDOW_KV_TAIL": "0"})
+                                           base_env={"FWA_WINDOW_KV_TAIL": "0", "FWA_WINDOW_ROW_TAIL_FOLD": "0"})
     assert len(narrow) == len(full) == len(cases) and all("dq" in r for r in narrow)
     _assert_results_bitwise_equal(narrow, full, cases)
 
