@@ -324,16 +324,16 @@ template <typename Element, int kMaxBlocks> struct RowTailWarp {
         }
     }
 
-    // P of the warp's keys, packed (pa: the A operands of P v), and m_w. S = q kᵀ from the k tile sK;
-    // the logits S row_factor kf + bm with the strip's rows g and g + 8 (sBm: the tail's row 0 and
-    // key 0, pitch kPitch) and the key factors kf: 1 for V1; for V2 the keys' inverse norms, from
-    // kinv (kKinv: the main kernel's, in shared memory) or from the sums of squares of the k
-    // fragments (a quad sum, then a shuffle to the lanes that hold those keys' columns of S).
+    // The logits of the warp's keys (s, log2 units) and m_w. S = q kᵀ from the k tile sK; the
+    // logits S row_factor kf + bm with the strip's rows g and g + 8 (sBm: the tail's row 0 and key 0,
+    // pitch kPitch) and the key factors kf: 1 for V1; for V2 the keys' inverse norms, from kinv
+    // (kKinv: the main kernel's, in shared memory) or from the sums of squares of the k fragments
+    // (a quad sum, then a shuffle to the lanes that hold those keys' columns of S).
     template <int kPitch, bool kKinv>
-    FWA_DEVICE void softmax_p(uint32_t sK, const uint32_t (&qa)[2][4], const float (&row_factor)[2], bool cosine,
-                              const float* kinv, const float* sBm, uint32_t (&pa)[kMaxBlocks][4], float (&m_w)[2]) const {
+    FWA_DEVICE void logits(uint32_t sK, const uint32_t (&qa)[2][4], const float (&row_factor)[2], bool cosine,
+                           const float* kinv, const float* sBm, float (&s)[2 * kMaxBlocks][4], float (&m_w)[2]) const {
         // S over the warp's keys (n8 tiles 2 j, 2 j + 1: block blk0 + j)
-        float s[2 * kMaxBlocks][4], kss[2 * kMaxBlocks];
+        float kss[2 * kMaxBlocks];
 #pragma unroll
         for (int nt = 0; nt < 2 * kMaxBlocks; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = kss[nt] = 0.f;
 #pragma unroll
@@ -382,39 +382,36 @@ template <typename Element, int kMaxBlocks> struct RowTailWarp {
             mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
             mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
         }
-        float m_use[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            m_w[r] = quad_max(mx[r]);
-            m_use[r] = m_w[r] == -INFINITY ? 0.f : m_w[r];   // keys all -inf: P = 0, not NaN
-        }
-#pragma unroll
-        for (int j = 0; j < kMaxBlocks; ++j) {
-            if (j >= n_blk) break;
-            pa[j][0] = Tr::pack(fast_exp2(s[2 * j][0] - m_use[0]), fast_exp2(s[2 * j][1] - m_use[0]));
-            pa[j][1] = Tr::pack(fast_exp2(s[2 * j][2] - m_use[1]), fast_exp2(s[2 * j][3] - m_use[1]));
-            pa[j][2] = Tr::pack(fast_exp2(s[2 * j + 1][0] - m_use[0]), fast_exp2(s[2 * j + 1][1] - m_use[0]));
-            pa[j][3] = Tr::pack(fast_exp2(s[2 * j + 1][2] - m_use[1]), fast_exp2(s[2 * j + 1][3] - m_use[1]));
-        }
+        for (int r = 0; r < 2; ++r) m_w[r] = quad_max(mx[r]);
     }
 
-    // o = P v (the v tile sV) and l, the row sums of P as packed (B = ones: every column of l is
-    // the row sum)
-    FWA_DEVICE void pv(uint32_t sV, const uint32_t (&pa)[kMaxBlocks][4], float (&o)[4][4], float (&l)[4]) const {
+    // P = exp2(s - m_w) (packed to 16 bits per block, the A operand), o = P v (the v tile sV) and
+    // l, the row sums of P as packed (B = ones: every column of l is the row sum)
+    FWA_DEVICE void pv(uint32_t sV, const float (&s)[2 * kMaxBlocks][4], const float (&m_w)[2], float (&o)[4][4],
+                       float (&l)[4]) const {
         const uint32_t one2 = Tr::pack(1.f, 1.f);
+        float m_use[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) m_use[r] = m_w[r] == -INFINITY ? 0.f : m_w[r];   // keys all -inf: P = 0, not NaN
 #pragma unroll
         for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = l[i] = 0.f;
 #pragma unroll
         for (int j = 0; j < kMaxBlocks; ++j) {
             if (j >= n_blk) break;
+            uint32_t pa[4];
+            pa[0] = Tr::pack(fast_exp2(s[2 * j][0] - m_use[0]), fast_exp2(s[2 * j][1] - m_use[0]));
+            pa[1] = Tr::pack(fast_exp2(s[2 * j][2] - m_use[1]), fast_exp2(s[2 * j][3] - m_use[1]));
+            pa[2] = Tr::pack(fast_exp2(s[2 * j + 1][0] - m_use[0]), fast_exp2(s[2 * j + 1][1] - m_use[0]));
+            pa[3] = Tr::pack(fast_exp2(s[2 * j + 1][2] - m_use[1]), fast_exp2(s[2 * j + 1][3] - m_use[1]));
 #pragma unroll
             for (int dd = 0; dd < 2; ++dd) {
                 uint32_t vb[4];
                 ldmatrix_x4_trans(sV + sw64_offset((blk0 + j) * 16 + a_r, 2 * dd + a_j), vb[0], vb[1], vb[2], vb[3]);
-                mma_16816<Element>(o[2 * dd], pa[j], vb[0], vb[1]);
-                mma_16816<Element>(o[2 * dd + 1], pa[j], vb[2], vb[3]);
+                mma_16816<Element>(o[2 * dd], pa, vb[0], vb[1]);
+                mma_16816<Element>(o[2 * dd + 1], pa, vb[2], vb[3]);
             }
-            mma_16816<Element>(l, pa[j], one2, one2);
+            mma_16816<Element>(l, pa, one2, one2);
         }
     }
 
@@ -564,11 +561,10 @@ FWA_DEVICE void fwd_row_tail_cta(const FwdParams& p, unsigned char* smem_raw) {
         // the op's qk_inv_norm (FwdParams): these rows' (the keys' come from the main grid)
         if (cosine && warp == 0 && rw.t4 == 0 && p.q_inv_norm != nullptr)
             fwd_store_row_pair(p.q_inv_norm + (window_of(ti) * p.H + h) * N, row0 + rw.g, N, qinv);
-        uint32_t pa[kMaxBlocks][4];
-        float m_w[2];
-        rw.template softmax_p<Layout::kBmPitch, false>(sK, qa, row_factor, cosine, nullptr, sBm, pa, m_w);
+        float s[2 * kMaxBlocks][4], m_w[2];
+        rw.template logits<Layout::kBmPitch, false>(sK, qa, row_factor, cosine, nullptr, sBm, s, m_w);
         float o[4][4], l[4];
-        rw.pv(sV, pa, o, l);
+        rw.pv(sV, s, m_w, o, l);
         __syncthreads();   // every warp is done with this window's q, k and v: its parts go there
         rw.store_part(sPart + warp * 16 * kRowTailPitch, o, m_w, l);
         __syncthreads();   // every part is written
@@ -959,14 +955,14 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                                           "the tail's parts fit the k tile");
                             float tail_o[4][4], tail_l[4], tail_m[2];
                             {
-                                uint32_t qa[2][4], pa[kFoldMaxBlocks][4];
-                                float tail_factor[2], qinv[2];
+                                uint32_t qa[2][4];
+                                float tail_factor[2], qinv[2], ts[2 * kFoldMaxBlocks][4];
                                 rw.load_q(sQTail, cosine, alpha, qa, tail_factor, qinv);
                                 if (cosine && warp == 0 && t4 == 0 && p.q_inv_norm != nullptr)
                                     fwd_store_row_pair(p.q_inv_norm + (b * p.H + h) * N, tail_row0 + g, N, qinv);
-                                rw.template softmax_p<Layout::kBmPitch, true>(sK, qa, tail_factor, cosine, kinv,
-                                                                              sBm + kTileM * Layout::kBmPitch, pa, tail_m);
-                                rw.pv(sK + Layout::kKBytes, pa, tail_o, tail_l);
+                                rw.template logits<Layout::kBmPitch, true>(sK, qa, tail_factor, cosine, kinv,
+                                                                           sBm + kTileM * Layout::kBmPitch, ts, tail_m);
+                                rw.pv(sK + Layout::kKBytes, ts, tail_m, tail_o, tail_l);
                             }
                             group_sync(group);   // every warp is done with k
                             rw.store_part(sPart + warp * 16 * kRowTailPitch, tail_o, tail_m, tail_l);
