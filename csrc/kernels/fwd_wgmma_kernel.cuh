@@ -648,17 +648,18 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 
     // The folded row tail (FwdParams::fold_row_tail, in the form fwd_wgmma_fold_form; otherwise
     // false at compile time): rows tail_row0 = num_m_blocks * 64 .. N - 1 (at most 16) of this
-    // warpgroup's windows ti with ti % num_m_blocks == m_block, so that the query blocks' CTAs of a
-    // window take turns. Their q rows are copied with the window's q and k (a 16-row tile after
-    // the inverse norms); at the last key block, before the next window's q and k are issued, each
-    // warp computes P of its share of the keys (RowTailWarp: mma.sync m16n8k16 from k's tile, the
-    // key factors from kinv, the bias+mask from the strip's rows 64..79); its P v runs while the
-    // warpgroup's last P v does, and once that is done the warps' parts meet in the v tile (12 KB)
-    // before the next window's v is issued. So k and v are read once per window, where the row-tail
-    // kernel read them again after the main grid (~15 us of the N = 144 forward's 67).
+    // warpgroup's windows ti with (ti + group) % num_m_blocks == m_block: the query blocks' CTAs of
+    // a window take turns, and the warpgroups of a CTA too (window t = t_begin + group + groups ti
+    // of the chunk has its rows in exactly one of the query blocks' CTAs). Their q rows are copied
+    // with the window's q and k (a 16-row tile after the inverse norms); at the last key block,
+    // once its S is done and before the next window's q and k are issued, each warp computes its
+    // share of the keys (RowTailWarp, mma.sync m16n8k16: S from q's tail tile and k's tile, the key
+    // factors from kinv, the bias+mask from the strip's rows 64..79, then P v) and the warps' parts
+    // meet in the k tile. So k and v are read once per window, where the row-tail kernel read them
+    // again after the main grid (~15 us of the N = 144 forward's 67).
     const bool fold = kFold && p.fold_row_tail;
     const int tail_row0 = p.num_m_blocks * kTileM;
-    auto tail_window = [&](int ti) { return fold && ti % p.num_m_blocks == m_block; };
+    auto tail_window = [&](int ti) { return fold && (ti + group) % p.num_m_blocks == m_block; };
     constexpr int kFoldMaxBlocks = kFold ? ((kKeys - kTileN + kTail) / 16 + kRowTailWarps - 1) / kRowTailWarps : 1;
     const uint32_t sQTail = sGroup + Layout::kStages * Layout::kStageBytes + Layout::kKinvBytes;
 
