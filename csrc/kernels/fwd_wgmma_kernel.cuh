@@ -1102,8 +1102,10 @@ inline int fwd_wgmma_forced_groups() {
     return forced;
 }
 
-// The row-tail kernel (fwd_row_tail_cta) takes the last query block where it holds at most 16 rows
-// of data and is not the only one, below Npad 256 (N in 65..80, 129..144), unless FWA_WINDOW_ROW_TAIL=0.
+// The rows of the last query block where it holds at most 16 rows of data and is not the only one,
+// below Npad 256 (N in 65..80, 129..144), leave the warpgroups' m64 tiles (unless
+// FWA_WINDOW_ROW_TAIL=0): the main grid's CTAs take them in the folded form (fwd_wgmma_fold_form,
+// fwd_wgmma_fold_row_tail), the row-tail kernel (fwd_row_tail_cta) otherwise.
 inline bool fwd_wgmma_row_tail(int N) {
     static const bool on = env_switch_on("FWA_WINDOW_ROW_TAIL");
     // (not at Npad 256: N = 196 ran 98.4 -> 105.1 us, fp16, session 32 run B; its 4 rows cost less
@@ -1177,7 +1179,8 @@ cudaError_t launch_fwd_wgmma(const FwdParams& params, cudaStream_t stream) {
     }
     p.groups = groups;
     // (the row-tail kernel exists where fwd_wgmma_row_tail can hold: Npad 128 and 192, the last key
-    // block 16 keys wide, or 64 where FWA_WINDOW_WGMMA_TAIL=0)
+    // block 16 keys wide, or 64 where FWA_WINDOW_WGMMA_TAIL=0; at Npad 192 with the 16-key block
+    // the main grid takes the rows itself unless FWA_WINDOW_ROW_TAIL_FOLD=0)
     constexpr bool kRowTailForm = kHeadDim == 32 && (kKeys == 128 || kKeys == 192) && (kTail == 16 || kTail == 64);
     const bool row_tail = kRowTailForm && fwd_wgmma_row_tail(p.N);
     if (row_tail) {
