@@ -21,6 +21,22 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))
 
 
+def host_issue_us(step, iters: int, warmup: int = 30):
+    """(host issue, wall) time of ``step`` in us per call: ``warmup`` calls and a synchronize, then
+    ``iters`` back-to-back calls timed before (host issue: the GPU keeps up, so a host-bound loop
+    measures the host) and after the final synchronize (wall)."""
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    return 1e6 * (t1 - t0) / iters, 1e6 * (t2 - t0) / iters
+
+
 def build(kind, args):
     from timm.models.swin_transformer_v2 import WindowAttention as TimmWA
 
@@ -62,17 +78,8 @@ def main() -> None:
         steps[kind] = step
     for rnd in range(2):
         for kind, step in steps.items():
-            for _ in range(30):
-                step()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(args.iters):
-                step()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            t2 = time.perf_counter()
-            print(f"round {rnd} {kind:8s} host issue {1e6 * (t1 - t0) / args.iters:7.1f} us/iter, "
-                  f"wall {1e6 * (t2 - t0) / args.iters:7.1f} us/iter")
+            host, wall = host_issue_us(step, args.iters)
+            print(f"round {rnd} {kind:8s} host issue {host:7.1f} us/iter, wall {wall:7.1f} us/iter")
     step = steps["swap"]
     from torch.profiler import ProfilerActivity, profile
 

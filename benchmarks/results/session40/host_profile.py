@@ -10,14 +10,15 @@ import cProfile
 import os
 import pstats
 import sys
-import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, "..", "..", "..", "tools"))
 import bench_window_attention as bw  # noqa: E402
+from module_host import host_issue_us  # noqa: E402
 
 
 def main():
@@ -31,18 +32,8 @@ def main():
             out = bw.impl_ours(*a)
             return torch.autograd.grad(out, leaves, inp["dout"])
 
-        for _ in range(30):
-            step()
-        torch.cuda.synchronize()
-        n = 200
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        print(f"== config {spec} {cfg.name} bf16: host issue {1e6 * (t1 - t0) / n:.1f} us per fwd+bwd, "
-              f"wall {1e6 * (t2 - t0) / n:.1f} us")
+        host, wall = host_issue_us(step, 200)
+        print(f"== config {spec} {cfg.name} bf16: host issue {host:.1f} us per fwd+bwd, wall {wall:.1f} us")
         pr = cProfile.Profile()
         pr.enable()
         for _ in range(100):
