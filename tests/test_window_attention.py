@@ -586,7 +586,9 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
     path, FWA_WINDOW_KV_TAIL=0: its mma.sync form adds dv and dk in another order;
     test_cuda_kv_tail_role_in_subprocess checks that form. And both with the row-tail kernel at N =
     129..144, FWA_WINDOW_ROW_TAIL_FOLD=0: the folded row tail exists at the 16-key last block only,
-    and its V2 key norms are the main grid's, not the row-tail kernel's own sums.)"""
+    and its V2 key norms are the main grid's, not the row-tail kernel's own sums. Likewise with the
+    backward query side's rows 128..143 in its third query block, FWA_WINDOW_BWD_Q_FOLD=0: folded,
+    they are summed on mma.sync in another order.)"""
     cases = [c for c in _WGMMA_FWD_CASES if c[2] % 64 != 0 and c[2] % 64 <= 48]
     code = (
         "import flash_window_attn as fwa\n"
@@ -599,7 +601,8 @@ def test_cuda_wgmma_forward_narrow_last_block_bitwise_in_subprocess(tmp_path):
         "print('ok', len(res))\n"
     )
     narrow, full = _child_results_two_ways(tmp_path, code, "FWA_WINDOW_WGMMA_TAIL", "wgmma forward, last block tail",
-                                           base_env={"FWA_WINDOW_KV_TAIL": "0", "FWA_WINDOW_ROW_TAIL_FOLD": "0"})
+                                           base_env={"FWA_WINDOW_KV_TAIL": "0", "FWA_WINDOW_ROW_TAIL_FOLD": "0",
+                                                     "FWA_WINDOW_BWD_Q_FOLD": "0"})
     assert len(narrow) == len(full) == len(cases) and all("dq" in r for r in narrow)
     _assert_results_bitwise_equal(narrow, full, cases)
 
@@ -726,6 +729,41 @@ def test_cuda_kv_tail_role_in_subprocess(form):
     (FWA_WINDOW_PDL=0)."""
     env = {"default": {}, "wgmma-last-key-block": {"FWA_WINDOW_KV_TAIL": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"}}[form]
     _check_problems_in_child(_KV_TAIL_CASES, 1500, env, f"key side tail role, {form}")
+
+
+# The backward query side's folded tail rows (N = 129..144 at head dim <= 32, no dropout): the row
+# tail's shapes there, plus one window per (head, bm window) (the second query block's CTAs take no
+# tail window), 7 per bm window (an odd chunk), and many windows at d = 16.
+_Q_FOLD_CASES = [c for c in _ROW_TAIL_CASES if c[2] > 128] + [
+    (4, 2, 144, 32, "float16", "v2", "shift", "normal"), (28, 3, 131, 32, "bfloat16", "v1", "shift", "clustered"),
+    (1000, 2, 144, 16, "float16", "v2", "shift", "normal")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("form", ["default", "third-query-block", "no-pdl"])
+def test_cuda_bwd_q_fold_tail_in_subprocess(form):
+    """On sm_90a at N = 129..144 (Npad 192, the 16-key last block) the backward's query side has no
+    third query block: rows 128..143 are computed by warpgroup 1 of the first two blocks' CTAs, each
+    taking every other window (bwd_q_wg_kernel.cuh, kFold: dq of those rows, their dbias sums in two
+    partial rows that window_attn_reduce_partials adds, their V2 dalpha part). Checked against
+    float64 (out and every gradient) by default, with the third query block's CTAs
+    (FWA_WINDOW_BWD_Q_FOLD=0) and without programmatic dependent launches; then, in the same child,
+    without bias and mask (the tail strip's 0 / -inf fill) in V1 and V2."""
+    env = {"default": {}, "third-query-block": {"FWA_WINDOW_BWD_Q_FOLD": "0"}, "no-pdl": {"FWA_WINDOW_PDL": "0"}}[form]
+    code = (
+        "from flash_window_attn.testing import check_problem\n"
+        "bad = []\n"
+        + _child_problem_loop(_Q_FOLD_CASES, 1700) +
+        "    ok, lines = check_problem(pr)\n"
+        "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
+        "for i, (B_, N, ver, dt) in enumerate([(48, 144, 'v2', torch.bfloat16), (20, 137, 'v1', torch.float16)]):\n"
+        "    pr = make_problem(B_, 2, N, 32, dtype=dt, device='cuda', version=ver, bias=None, seed=1750 + i)\n"
+        "    ok, lines = check_problem(pr)\n"
+        "    if not ok: bad.append('\\n'.join([str(pr.desc)] + lines))\n"
+        "assert not bad, '\\n'.join(bad)\n"
+        "print('ok', len(cases) + 2)\n"
+    )
+    run_in_child(code, env, f"backward query side, folded tail rows, {form}", timeout=600)
 
 
 @pytest.mark.cuda

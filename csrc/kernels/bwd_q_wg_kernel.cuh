@@ -59,8 +59,18 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr uint32_t kXOff = kStripOff + kStripBytes;
     static constexpr uint32_t kXBytes = 128 * 16 * 4 + 64 * 4;
     // `late` (the late epilogue, kTail < 64): two buffers of the partial, by window parity
-    static constexpr size_t bytes(bool late = false) {
-        return 1024 /* alignment slack */ + kXOff + (kWgs - 1) * kXBytes * (late ? 2 : 1);
+    static constexpr uint32_t tail_off(bool late) { return kXOff + (kWgs - 1) * kXBytes * (late ? 2 : 1); }
+    // `fold` (BwdParams::q_tail_fold, kKeys 256 at Npad 192): in each stage the 16 tail rows' q and
+    // dout tiles (sw64, 64-byte rows) and fp32 lse, D, q_inv sit in the k tile of keys 192..255
+    // (never loaded nor read at Npad 192); after the partials, the tail rows' bias+mask strip and
+    // dbias sums (16 rows x kTailPitch fp32) and the 4 warps' dq parts (16 rows x kTailPartPitch:
+    // dq, then the V2 row sum).
+    static constexpr uint32_t kTQOff = kKOff + 3 * kTileBytes, kTOOff = kTQOff + 1024, kTStatOff = kTOOff + 1024;
+    static constexpr int kTailPitch = 152, kTailPartPitch = 36;
+    static constexpr uint32_t kTailStripBytes = 16 * kTailPitch * 4;
+    static constexpr uint32_t kTailPartBytes = 4 * 16 * kTailPartPitch * 4;
+    static constexpr size_t bytes(bool late = false, bool fold = false) {
+        return 1024 /* alignment slack */ + tail_off(late) + (fold ? 2 * kTailStripBytes + kTailPartBytes : 0);
     }
 };
 
@@ -70,14 +80,29 @@ template <int kKeys> struct BwdQWgLayout {
 // m64n{kTail}, the elementwise work over kTail / 8 n8 tiles, dq += dS k in kTail / 16 k16 steps;
 // the padded keys' dS is 0, so the sums are bitwise those of the full block), against warpgroup
 // 1's one full sub-block (keys 64..127).
-template <typename Element, int kKeys, bool kDropout, int kTail = 64>
+//
+// kFold (BwdParams::q_tail_fold: N = 129..144, kTail 16; the grid's query blocks are 0 and 1 only):
+// rows 128..143 are computed by warpgroup 1 of the two query blocks' CTAs, each taking every other
+// window of the chunk (ti % 2 == m_block), after its own sub-block: its 4 warps split the window's
+// 16-key blocks (2, 2, 2, 3 of 9) on mma.sync (S = q kᵀ and dP = dout vᵀ from the tail rows' tiles
+// and the stage's k, v; the elementwise operations of the sub-blocks; dbias summed in shared
+// memory; the warp's dq part += dS k), the parts meet in shared memory and warp 0 adds them in warp
+// order, projects (V2) and stores the 16 rows. At the chunk's end the tail rows' dbias sums go to
+// rows 128 + 16 m_block .. of the partial (window_attn_reduce_partials adds the two). Where the
+// third query block's CTA computed 64 rows for 16 (3/4 of its products and exponentials on padded
+// rows) the two CTAs now take 16 rows every other window beside their 64.
+template <typename Element, int kKeys, bool kDropout, int kTail = 64, bool kFold = false>
 __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA
     using L = BwdQWgLayout<kKeys>;
+    using Tr = ElementTraits<Element>;
     constexpr int kNT = 8;   // n8 tiles of a 64-key sub-block
     constexpr int kSub = L::kSub;
     static_assert(kTail == 64 || (kKeys == 256 && !kDropout && kTail % 16 == 0 && kTail >= 16),
                   "a narrow last key block: Npad 192 on the 256-key form, without dropout");
+    static_assert(!kFold || (kKeys == 256 && kTail == 16 && !kDropout), "the folded tail rows: Npad 192, N = 129..144");
+    // k / v tiles loaded per window (kFold: keys 192..255 hold the tail rows' tiles instead)
+    constexpr int kLoadTiles = kFold ? 3 : kKeys / 64;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
@@ -139,6 +164,12 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     const bool q_ok = col_ok && row0 + cr < N;
     const int q_off = (row0 + cr) * static_cast<int>(p.q.row_stride) + cj * 8;
     const int o_off = (row0 + cr) * static_cast<int>(p.dout.row_stride) + cj * 8;
+    // kFold: the tail rows (tail0 ..; threads 0..63 copy their q and dout rows, 64..95 the statistics)
+    const int tail0 = p.q_tail_fold;
+    [[maybe_unused]] const bool tq_ok = col_ok && tail0 + cr < N;
+    [[maybe_unused]] const int tq_off = (tail0 + cr) * static_cast<int>(p.q.row_stride) + cj * 8;
+    [[maybe_unused]] const int to_off = (tail0 + cr) * static_cast<int>(p.dout.row_stride) + cj * 8;
+    auto tail_mine = [&](int ti) { return (ti & 1) == m_block; };   // the CTA that takes window ti's tail rows
     const int k_off = cr * static_cast<int>(p.k.row_stride) + cj * 8;
     const int v_off = cr * static_cast<int>(p.v.row_stride) + cj * 8;
     // Window ti's copies into stage st, then its statistics.
@@ -152,7 +183,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         cp_async_16(s0 + L::kQOff + soff, q_ok ? q + q_off : q, q_ok ? 16 : 0);
         cp_async_16(s0 + L::kOOff + soff, q_ok ? o + o_off : o, q_ok ? 16 : 0);
 #pragma unroll
-        for (int i = 0; i < kKeys / 64; ++i) {
+        for (int i = 0; i < kLoadTiles; ++i) {
             const int kb = kr0 + 64 * i;   // this tile's first key
             const bool ok = col_ok && cr + kb < N;
             cp_async_16(s0 + L::kKOff + i * L::kTileBytes + soff, ok ? k + (k_off + kb * static_cast<int>(p.k.row_stride)) : k,
@@ -173,6 +204,20 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             const int key = kr0 + tid;
             cp_async_4(s0 + L::kKinvOff + 4 * tid, p.k_inv_norm + rbase + (key < N ? key : 0), key < N ? 4 : 0);
         }
+        if constexpr (kFold) {
+            if (tail_mine(ti)) {
+                if (tid < 64) {
+                    cp_async_16(s0 + L::kTQOff + soff, tq_ok ? q + tq_off : q, tq_ok ? 16 : 0);
+                    cp_async_16(s0 + L::kTOOff + soff, tq_ok ? o + to_off : o, tq_ok ? 16 : 0);
+                } else if (tid < 80) {   // rows >= N: zero-filled (lse read as +inf)
+                    const int r = tid - 64, i = tail0 + r;
+                    const int ok = i < N ? 4 : 0;
+                    const int64_t src = rbase + (i < N ? i : 0);
+                    cp_async_4(s0 + L::kTStatOff + 4 * r, p.lse + src, ok);
+                    if (cosine) cp_async_4(s0 + L::kTStatOff + 4 * (32 + r), p.q_inv_norm + src, ok);
+                }
+            }
+        }
     };
     // Window ti's D (the dsum kernel's, written by the kernel launched just before) into stage st.
     auto issue_d = [&](int ti, int st) {
@@ -181,6 +226,13 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             const int64_t src = (window_of(ti) * p.H + h) * N + (i < N ? i : 0);
             cp_async_4(smem_u32(reinterpret_cast<float*>(stage(st) + L::kStatOff) + kTileM + tid), p.dsum + src,
                        i < N ? 4 : 0);
+        }
+        if constexpr (kFold) {
+            if (tail_mine(ti) && tid >= 80 && tid < 96) {
+                const int r = tid - 80, i = tail0 + r;
+                const int64_t src = (window_of(ti) * p.H + h) * N + (i < N ? i : 0);
+                cp_async_4(smem_u32(stage(st)) + L::kTStatOff + 4 * (16 + r), p.dsum + src, i < N ? 4 : 0);
+            }
         }
     };
 
@@ -197,6 +249,24 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     } else {
         for (int c = tid; c < kTileM * kKeys; c += L::kThreads)
             sBm[(c / kKeys) * L::kBmPitch + c % kKeys] = kr0 + c % kKeys < N ? 0.f : -INFINITY;
+    }
+    // kFold: the tail rows' strip (keys 0..143; the same 0 / -inf without bias and mask), their dbias
+    // sums (zero) and the warps' dq parts
+    [[maybe_unused]] float* const sTBm = reinterpret_cast<float*>(smem + L::tail_off(true));
+    [[maybe_unused]] float* const sTDb = sTBm + 16 * L::kTailPitch;
+    [[maybe_unused]] float* const sTPart = sTDb + 16 * L::kTailPitch;
+    if constexpr (kFold) {
+        constexpr int kCols = 144, kChunks = kCols / 4;
+        if (has_bm) {
+            const float* bm_t = p.bm + w * p.bm_win_stride + h * p.bm_head_stride + int64_t(tail0) * Npad;
+            for (int c = tid; c < 16 * kChunks; c += L::kThreads) {
+                const int r = c / kChunks, cc = c - r * kChunks;
+                cp_async_16(smem_u32(sTBm + r * L::kTailPitch + cc * 4), bm_t + int64_t(r) * Npad + cc * 4, 16);
+            }
+        } else {
+            for (int c = tid; c < 16 * kCols; c += L::kThreads) sTBm[(c / kCols) * L::kTailPitch + c % kCols] = c % kCols < N ? 0.f : -INFINITY;
+        }
+        for (int c = tid; c < 16 * L::kTailPitch; c += L::kThreads) sTDb[c] = 0.f;
     }
     issue(0, 0);
     // Launched as the dsum kernel's programmatic dependent (launch_bwd_tiled_impl), the CTA loads
@@ -251,6 +321,141 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             dq, cosine, [&](int r, int i) { return xq[r][i]; }, q_inv_c, alpha,
             static_cast<Element*>(p.dq.ptr) + b_c * p.dq.batch_stride + h * p.dq.head_stride, p.dq.row_stride,
             row0 + warp * 16, N, d, lane);
+    };
+
+    // kFold: window ti's tail rows (stage st) by this warp of warpgroup 1 (see above the kernel).
+    auto tail_window = [&](int st, int64_t b, auto cosine_tag) {
+        constexpr bool kCos = decltype(cosine_tag)::value;
+        const uint32_t sb0 = smem_u32(stage(st));
+        const uint32_t sK = sb0 + L::kKOff, sV = sb0 + L::kVOff;
+        const float* tstat = reinterpret_cast<const float*>(stage(st) + L::kTStatOff);
+        const float* kinv = reinterpret_cast<const float*>(stage(st) + L::kKinvOff);
+        // ldmatrix rows: A (q, dout) and the transposed B (k for dq): matrices (rows 0-7 | 8-15) x
+        // (chunk 0 | 1); B (k, v for S, dP): (keys 0-7, chunk 0 | 1), then keys 8-15
+        const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
+        const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
+        const int n_blocks = (N + 15) / 16;   // 9 at N = 129..144: warps take 2, 2, 2, 3
+        const int blk0 = warp * n_blocks / 4, n_blk = (warp + 1) * n_blocks / 4 - blk0;
+        uint32_t qa[2][4], oa[2][4];
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) {
+            ldmatrix_x4(sb0 + L::kTQOff + sw64_offset(a_r, 2 * ks + a_j), qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
+            ldmatrix_x4(sb0 + L::kTOOff + sw64_offset(a_r, 2 * ks + a_j), oa[ks][0], oa[ks][1], oa[ks][2], oa[ks][3]);
+        }
+        float lse_t[2], ds_t[2], qi_t[2], qa_t[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int lr = g + 8 * r;
+            const bool ok = tail0 + lr < N;
+            lse_t[r] = ok ? tstat[lr] : INFINITY;
+            ds_t[r] = ok ? tstat[16 + lr] : 0.f;
+            qi_t[r] = (kCos && ok) ? tstat[32 + lr] : 1.f;
+            qa_t[r] = kCos ? qi_t[r] * al : al;
+        }
+        float dqt[4][4];
+        zero_acc(dqt);
+        float da_t[2] = {0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+            if (j >= n_blk) break;
+            const int key0 = (blk0 + j) * 16;
+            float sc[2][4], dpt[2][4];
+            zero_acc(sc);
+            zero_acc(dpt);
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+                uint32_t kb[4], vb[4];
+                ldmatrix_x4(sK + sw64_offset(key0 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
+                ldmatrix_x4(sV + sw64_offset(key0 + b_r, 2 * ks + b_j), vb[0], vb[1], vb[2], vb[3]);
+                mma_16816<Element>(sc[0], qa[ks], kb[0], kb[1]);
+                mma_16816<Element>(sc[1], qa[ks], kb[2], kb[3]);
+                mma_16816<Element>(dpt[0], oa[ks], vb[0], vb[1]);
+                mma_16816<Element>(dpt[1], oa[ks], vb[2], vb[3]);
+            }
+            // the sub-blocks' operations (dS as the A operand: rows g | g + 8 x keys 0-7 | 8-15)
+            uint32_t pa[4];
+#pragma unroll
+            for (int h8 = 0; h8 < 2; ++h8) {
+                const int col = key0 + h8 * 8 + 2 * t4;
+                float2 kf = make_float2(1.f, 1.f);
+                if constexpr (kCos) kf = *reinterpret_cast<const float2*>(kinv + col);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int lr = g + 8 * r;
+                    float c0 = sc[h8][2 * r], c1 = sc[h8][2 * r + 1];
+                    if constexpr (kCos) {
+                        c0 *= kf.x;
+                        c1 *= kf.y;
+                    }
+                    const float2 bmv = *reinterpret_cast<const float2*>(sTBm + lr * L::kTailPitch + col);
+                    const float x0 = fmaf(c0, qa_t[r], bmv.x), x1 = fmaf(c1, qa_t[r], bmv.y);
+                    const float p0 = fast_exp2(fmaf(-lse_t[r], kLog2e, x0));
+                    const float p1 = fast_exp2(fmaf(-lse_t[r], kLog2e, x1));
+                    const float g0 = p0 * (dpt[h8][2 * r] - ds_t[r]);
+                    const float g1 = p1 * (dpt[h8][2 * r + 1] - ds_t[r]);
+                    if constexpr (kCos) da_t[r] = fmaf(g0, c0, fmaf(g1, c1, da_t[r]));
+                    float2* db = reinterpret_cast<float2*>(sTDb + lr * L::kTailPitch + col);
+                    float2 acc = *db;
+                    acc.x += g0;
+                    acc.y += g1;
+                    *db = acc;
+                    pa[2 * h8 + r] = kCos ? Tr::pack(g0 * kf.x, g1 * kf.y) : Tr::pack(g0, g1);
+                }
+            }
+            // dq part += dS k (k read transposed: keys along K)
+#pragma unroll
+            for (int dd = 0; dd < 2; ++dd) {
+                uint32_t kt[4];
+                ldmatrix_x4_trans(sK + sw64_offset(key0 + a_r, 2 * dd + a_j), kt[0], kt[1], kt[2], kt[3]);
+                mma_16816<Element>(dqt[2 * dd], pa, kt[0], kt[1]);
+                mma_16816<Element>(dqt[2 * dd + 1], pa, kt[2], kt[3]);
+            }
+        }
+        float* part = sTPart + warp * 16 * L::kTailPartPitch;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float* prow = part + (g + 8 * r) * L::kTailPartPitch;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) *reinterpret_cast<float2*>(prow + i * 8 + 2 * t4) = make_float2(dqt[i][2 * r], dqt[i][2 * r + 1]);
+            if constexpr (kCos) {
+                const float rsum = quad_sum(da_t[r]);
+                if (t4 == 0) prow[32] = rsum;
+            }
+        }
+        group_sync(1);   // warpgroup 1's 4 parts are written
+        if (warp == 0) {   // the parts in warp order, projected (V2), stored; dalpha
+#pragma unroll
+            for (int wp = 0; wp < 4; ++wp) {
+                const float* pw = sTPart + wp * 16 * L::kTailPartPitch;
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const float* prow = pw + (g + 8 * r) * L::kTailPartPitch;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const float2 v = *reinterpret_cast<const float2*>(prow + i * 8 + 2 * t4);
+                        if (wp == 0) {
+                            dqt[i][2 * r] = v.x;
+                            dqt[i][2 * r + 1] = v.y;
+                        } else {
+                            dqt[i][2 * r] += v.x;
+                            dqt[i][2 * r + 1] += v.y;
+                        }
+                    }
+                    if constexpr (kCos) da_t[r] = wp == 0 ? prow[32] : da_t[r] + prow[32];
+                }
+            }
+            if constexpr (kCos) {
+                if (t4 == 0) {
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) dalpha_acc += qi_t[r] * da_t[r];
+                }
+            }
+            warp_store_grad_rows<32, true>(dqt, kCos, reinterpret_cast<const Element*>(stage(st) + L::kTQOff), 0, qi_t, alpha,
+                                           static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                                           p.dq.row_stride, tail0, N, d, lane);
+        }
+        // sTPart is written again two windows on, after two CTA barriers; this stage's tail tiles are
+        // refilled after the next one
     };
 
     for (int ti = 0; ti < n_win; ++ti) {
@@ -377,6 +582,12 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
                         for (int i = 0; i < 4; ++i) xq[r][i] = grad_rows_x_pair<32, true>(tQ, warp * 16, r, i, lane);
                 }
+                if constexpr (kFold) {
+                    if (tail_mine(ti)) {
+                        if (cosine) tail_window(st, b, std::true_type{});
+                        else tail_window(st, b, std::false_type{});
+                    }
+                }
             }
             continue;
         }
@@ -431,6 +642,16 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                 for (int nt = 0; nt < kNT; ++nt)
                     *reinterpret_cast<float2*>(gAcc + int64_t(lrow[r]) * p.Npad + key0 + nt * 8 + 2 * t4) =
                         make_float2(dbias[sb][nt][2 * r], dbias[sb][nt][2 * r + 1]);
+        }
+        if constexpr (kFold) {   // the tail rows' sums (final after the barrier above the late epilogue)
+            constexpr int kChunks = 144 / 4;
+            float* gT = p.dbias_partial + (int64_t(h) * p.nW * p.n_chunks + partial) * p.Npad * p.Npad +
+                        int64_t(tail0 + 16 * m_block) * p.Npad;
+            for (int c = tid; c < 16 * kChunks; c += L::kThreads) {
+                const int r = c / kChunks, cc = c - r * kChunks;
+                *reinterpret_cast<float4*>(gT + int64_t(r) * p.Npad + cc * 4) =
+                    *reinterpret_cast<const float4*>(sTDb + r * L::kTailPitch + cc * 4);
+            }
         }
     }
     if (cosine) {

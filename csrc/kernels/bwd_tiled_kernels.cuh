@@ -1100,50 +1100,61 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
         // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
         const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
         if (wg) {
-            auto run = [&](auto keys_tag, auto tail_tag) {
+            auto run = [&](auto keys_tag, auto tail_tag, auto fold_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
                 constexpr int kTail = decltype(tail_tag)::value;
+                constexpr bool kFold = decltype(fold_tag)::value;
                 using L = BwdQWgLayout<kKeys>;
-                constexpr size_t kSmem = L::bytes(kTail < 64);   // (the late epilogue's second buffer)
-                cudaError_t err = prepare_kernel<window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>>(kSmem, L::kThreads, ctas);
+                // (the late epilogue's second buffer; the folded tail rows' buffers)
+                constexpr size_t kSmem = L::bytes(kTail < 64, kFold);
+                constexpr auto kKernel = window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail, kFold>;
+                cudaError_t err = prepare_kernel<kKernel>(kSmem, L::kThreads, ctas);
                 if (err != cudaSuccess || !launch) return err;
                 if (p.n_key_ranges == 1) {
                     cudaLaunchAttribute attr;
                     const cudaLaunchConfig_t cfg =
                         launch_config(dim3(static_cast<unsigned>(grid)), dim3(L::kThreads), kSmem, stream, pdl, attr);
-                    return cudaLaunchKernelEx(&cfg, window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail>, p);
+                    return cudaLaunchKernelEx(&cfg, kKernel, p);
                 }
-                // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
-                // followed by the sum of its windows' parts.
-                for (int c0 = 0; c0 < p.n_chunks;) {
-                    const DqLaunchBatch batch = window_bwd_dq_batch(p, c0);
-                    const int64_t b0 = batch.b0, b1 = batch.b1;
-                    BwdParams pb = p;
-                    pb.chunk_offset = c0;
-                    pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
-                    const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * batch.chunks * p.n_key_ranges;
-                    c0 += batch.chunks;
-                    window_attn_bwd_q_wg_kernel<Element, kKeys, kDropout, kTail><<<static_cast<unsigned>(g), L::kThreads, kSmem, stream>>>(pb);
-                    if ((err = cudaGetLastError()) != cudaSuccess) return err;
-                    constexpr int kThreads = 256;
-                    const int64_t work = (b1 - b0) * p.H * p.N * (p.d / 2);
-                    window_attn_bwd_dq_reduce_kernel<Element>
-                        <<<static_cast<unsigned>((work + kThreads - 1) / kThreads), kThreads, 0, stream>>>(pb, b0, b1 - b0);
-                    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+                if constexpr (kFold) {
+                    return cudaErrorInvalidValue;   // (window_bwd_q_fold_tail_on: no key ranges)
+                } else {
+                    // Key ranges: launches over batches of chunks whose dq parts fit the budget, each
+                    // followed by the sum of its windows' parts.
+                    for (int c0 = 0; c0 < p.n_chunks;) {
+                        const DqLaunchBatch batch = window_bwd_dq_batch(p, c0);
+                        const int64_t b0 = batch.b0, b1 = batch.b1;
+                        BwdParams pb = p;
+                        pb.chunk_offset = c0;
+                        pb.dq_partial_range_stride = (b1 - b0) * p.H * p.N * p.d;
+                        const int64_t g = int64_t(p.num_m_blocks) * p.H * p.nW * batch.chunks * p.n_key_ranges;
+                        c0 += batch.chunks;
+                        kKernel<<<static_cast<unsigned>(g), L::kThreads, kSmem, stream>>>(pb);
+                        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+                        constexpr int kThreads = 256;
+                        const int64_t work = (b1 - b0) * p.H * p.N * (p.d / 2);
+                        window_attn_bwd_dq_reduce_kernel<Element>
+                            <<<static_cast<unsigned>((work + kThreads - 1) / kThreads), kThreads, 0, stream>>>(pb, b0, b1 - b0);
+                        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+                    }
+                    return cudaSuccess;
                 }
-                return cudaSuccess;
             };
             using K128 = std::integral_constant<int, 128>;
             using K256 = std::integral_constant<int, 256>;
             using Full = std::integral_constant<int, 64>;
-            if (p.Npad == 128) return run(K128{}, Full{});
+            using NoFold = std::false_type;
+            if (p.Npad == 128) return run(K128{}, Full{}, NoFold{});
             if constexpr (!kDropout) {
                 // Npad 192: the last key block as wide as the keys N leaves in it (rounded up to 16;
-                // fwd_wgmma_tail_keys, 64 where FWA_WINDOW_WGMMA_TAIL=0)
+                // fwd_wgmma_tail_keys, 64 where FWA_WINDOW_WGMMA_TAIL=0); at 16 (N = 129..144) the
+                // rows past 128 folded into the first two query blocks (BwdParams::q_tail_fold)
+                if (p.Npad == 192 && p.q_tail_fold > 0)
+                    return run(K256{}, std::integral_constant<int, 16>{}, std::true_type{});
                 if (p.Npad == 192)
-                    return dispatch_block_width(fwd_wgmma_tail_keys(p.N, 192), [&](auto tail) { return run(K256{}, tail); });
+                    return dispatch_block_width(fwd_wgmma_tail_keys(p.N, 192), [&](auto tail) { return run(K256{}, tail, NoFold{}); });
             }
-            return run(K256{}, Full{});   // Npad 192, 256, or key ranges of 256
+            return run(K256{}, Full{}, NoFold{});   // Npad 192, 256, or key ranges of 256
         }
     }
     using QSmem = BwdQSmem<kHeadDim, kWgmma>;

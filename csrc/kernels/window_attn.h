@@ -141,6 +141,12 @@ struct BwdParams : FwdParams {
     // window_attn_bwd_kv_tail_kernel where it holds at most 16 keys: set by the launcher)
     int kv_grid_key_blocks = 0;
     int64_t dq_partial_range_stride = 0;   // elements
+    // The query side's CTAs of the first num_m_blocks query blocks also compute the rows past them
+    // (at most 16: Npad 192 with N = 129..144, window_bwd_q_fold_tail_on; set by
+    // window_attn_plan_bwd, whose num_m_blocks then leaves that block out): 0, or the first such row
+    // (128). Their dbias rows go to rows q_tail_fold .. + 15 of the partial from the query block 0
+    // CTAs' windows and 16 rows further from block 1's (window_attn_reduce_partials adds both).
+    int q_tail_fold = 0;
 };
 
 constexpr int64_t kDqPartialBudget = int64_t(256) << 20;
@@ -243,6 +249,11 @@ bool window_bwd_q_wg_enabled(int Npad);
 // the warpgroup kernel takes Npad > 256 (head dim <= 32 on sm_90a, FWA_WINDOW_BWD_Q_WG), else 1.
 // Needs p's N, d, Npad and tensor strides.
 int window_bwd_q_key_ranges(const BwdParams& p);
+// Whether the query side folds the rows past its 64-row blocks into them (BwdParams::q_tail_fold):
+// the warpgroup kernel at Npad 192 whose last key block is 16 wide (N = 129..144: Swin window 12),
+// head dim <= 32, no dropout, on the tiled path (not N <= 64's), and FWA_WINDOW_BWD_Q_FOLD (A/B
+// timing, tests) not "0". Needs p's N, d, Npad, tensor strides, n_key_ranges and dropout.
+bool window_bwd_q_fold_tail_on(const BwdParams& p);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_small(const BwdParams& p, cudaStream_t s);
 template <typename Element, int kHeadDim> cudaError_t run_bwd_tiled(const BwdParams& p, cudaStream_t s);
 
@@ -255,7 +266,8 @@ int window_attn_head_dim_bucket(int d);
 // Sets num_m_blocks, chunk and n_chunks: the fewest chunks per (m-block, head, bm window) whose
 // grid fills the waves of num_sms * ctas_per_sm CTAs it occupies to >= 85 % (at most about
 // 4 * `waves` waves), every chunk non-empty (the backward: its chunks size the partial buffers).
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves);
+// `fold_blocks`: the last query blocks left out of num_m_blocks (BwdParams::q_tail_fold).
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int fold_blocks = 0);
 // The same for the forward, whose CTAs are `groups` groups of warps splitting a chunk's windows:
 // the fewest chunks with the least waves x ceil(chunk / groups), the windows of the busiest CTA
 // slot.

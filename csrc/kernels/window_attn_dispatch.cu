@@ -47,9 +47,10 @@ bool window_attn_bwd_uses_small_path(const FwdParams& p) {
 
 namespace {
 
-// Sets num_m_blocks and returns the windows per bm window (B / nW); with none, an empty plan.
-int64_t chunk_plan_start(FwdParams& p) {
-    p.num_m_blocks = (p.N + kTileM - 1) / kTileM;
+// Sets num_m_blocks (less fold_blocks) and returns the windows per bm window (B / nW); with none,
+// an empty plan.
+int64_t chunk_plan_start(FwdParams& p, int fold_blocks = 0) {
+    p.num_m_blocks = (p.N + kTileM - 1) / kTileM - fold_blocks;
     const int64_t nB = p.nW > 0 ? p.B / p.nW : 0;
     if (nB == 0) {
         p.chunk = 1;
@@ -67,8 +68,8 @@ void chunk_plan_set(FwdParams& p, int64_t nB, int64_t n) {
 
 }  // namespace
 
-void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves) {
-    const int64_t nB = chunk_plan_start(p);
+void window_attn_plan_chunks(FwdParams& p, int num_sms, int ctas_per_sm, int waves, int fold_blocks) {
+    const int64_t nB = chunk_plan_start(p, fold_blocks);
     if (nB == 0) return;
     const int64_t base = int64_t(p.num_m_blocks) * p.H * p.nW * std::max(p.n_key_ranges, 1);
     const int64_t cap = int64_t(std::max(num_sms, 1)) * std::max(ctas_per_sm, 1);
@@ -174,6 +175,13 @@ int window_bwd_q_key_ranges(const BwdParams& p) {
     return (p.Npad + 255) / 256;
 }
 
+bool window_bwd_q_fold_tail_on(const BwdParams& p) {
+    static const bool on = env_switch_on("FWA_WINDOW_BWD_Q_FOLD");
+    return on && p.Npad == 192 && window_attn_head_dim_bucket(p.d) == 32 && p.dropout.rng_state == nullptr &&
+           p.n_key_ranges == 1 && !window_attn_bwd_uses_small_path(p) && window_bwd_wgmma_enabled() &&
+           window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p) && fwd_wgmma_tail_keys(p.N, p.Npad) == 16;
+}
+
 int fwd_wgmma_tail_keys(int N, int Npad) {
     static const bool on = env_switch_on("FWA_WINDOW_WGMMA_TAIL");
     const int left = N - (Npad - kTileN);   // 1 .. 64 keys in the last block
@@ -200,13 +208,14 @@ cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
 void window_attn_plan_bwd(Dtype dt, BwdParams& p) {
     const bool small = window_attn_bwd_uses_small_path(p);
     p.n_key_ranges = window_bwd_q_key_ranges(p);
+    p.q_tail_fold = !small && window_bwd_q_fold_tail_on(p) ? kTileM * ((p.N - 1) / kTileM) : 0;
     const int ctas = FWA_HEADDIM_SWITCH(p.d, [&] {
         if (dt == Dtype::kFloat16)
             return small ? bwd_small_ctas_per_sm<__half, kHeadDim>() : bwd_q_ctas_per_sm<__half, kHeadDim>(p);
         return small ? bwd_small_ctas_per_sm<__nv_bfloat16, kHeadDim>()
                      : bwd_q_ctas_per_sm<__nv_bfloat16, kHeadDim>(p);
     });
-    window_attn_plan_chunks(p, num_sms(), ctas, /*waves=*/1);
+    window_attn_plan_chunks(p, num_sms(), ctas, /*waves=*/1, p.q_tail_fold > 0 ? 1 : 0);
     if (p.n_key_ranges > 1 && p.n_chunks > 0) {
         // one chunk's dq parts within the budget too (the launches go by whole chunks)
         const int64_t per_t = int64_t(p.n_key_ranges) * p.nW * p.H * p.N * p.d * 4;
@@ -288,9 +297,10 @@ cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, 
 // d exp(clamp(ls, max = ln 100)) / d ls. One launch for both (the blocks past the dbias range take
 // dlogit): the backward runs once per layer and training step, where every launch costs host time.
 // Each output is one thread's fixed-order sum: bitwise deterministic.
+// Rows i >= tail_row0 > 0 (BwdParams::q_tail_fold) have a second part 16 rows on in each partial.
 __global__ void reduce_partials_kernel(const float* dbias_partial, int P_bias, int Npad, int N, int H,
                                        float* dbias, unsigned dbias_blocks, const float* dalpha_partial,
-                                       int P_alpha, const float* logit_scale, float* dlogit) {
+                                       int P_alpha, const float* logit_scale, float* dlogit, int tail_row0) {
     if (blockIdx.x < dbias_blocks) {
         const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
         const int64_t total = int64_t(H) * N * N;
@@ -301,7 +311,14 @@ __global__ void reduce_partials_kernel(const float* dbias_partial, int P_bias, i
             const int i = static_cast<int>((idx / N) % N);
             const int h = static_cast<int>(idx / (int64_t(N) * N));
             const float* src = dbias_partial + int64_t(h) * P_bias * Npad * Npad + int64_t(i) * Npad + j;
-            for (int k = 0; k < P_bias; ++k) acc += src[int64_t(k) * Npad * Npad];
+            if (tail_row0 > 0 && i >= tail_row0) {
+                for (int k = 0; k < P_bias; ++k) {
+                    acc += src[int64_t(k) * Npad * Npad];
+                    acc += src[int64_t(k) * Npad * Npad + 16 * Npad];
+                }
+            } else {
+                for (int k = 0; k < P_bias; ++k) acc += src[int64_t(k) * Npad * Npad];
+            }
         }
         dbias[idx] = acc;   // no windows: 0
         return;
@@ -325,7 +342,7 @@ cudaError_t window_attn_reduce_partials(const BwdParams& p, int num_dbias_partia
     if (dbias_blocks + dlogit_blocks == 0) return cudaSuccess;
     reduce_partials_kernel<<<dbias_blocks + dlogit_blocks, kThreads, 0, s>>>(
         p.dbias_partial, num_dbias_partials, p.Npad, p.N, p.H, dbias, dbias_blocks, p.dalpha_partial,
-        num_dalpha_partials, p.logit_scale, dlogit);
+        num_dalpha_partials, p.logit_scale, dlogit, num_dbias_partials > 0 ? p.q_tail_fold : 0);
     return cudaGetLastError();
 }
 
