@@ -68,7 +68,7 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr uint32_t kTQOff = kKOff + 3 * kTileBytes, kTOOff = kTQOff + 1024, kTStatOff = kTOOff + 1024;
     static constexpr int kTailPitch = 152, kTailPartPitch = 36;
     static constexpr uint32_t kTailStripBytes = 16 * kTailPitch * 4;
-    static constexpr uint32_t kTailPartBytes = 8 * 16 * kTailPartPitch * 4;
+    static constexpr uint32_t kTailPartBytes = 6 * 16 * kTailPartPitch * 4;   // (4 + at most 2)
     static constexpr size_t bytes(bool late = false, bool fold = false) {
         return 1024 /* alignment slack */ + tail_off(late) + (fold ? 2 * kTailStripBytes + kTailPartBytes : 0);
     }
@@ -82,15 +82,15 @@ template <int kKeys> struct BwdQWgLayout {
 // 1's one full sub-block (keys 64..127).
 //
 // kFold (BwdParams::q_tail_fold: N = 129..144, kTail 16; the grid's query blocks are 0 and 1 only):
-// rows 128..143 are computed by the two query blocks' CTAs, each taking every other window of the
-// chunk (ti % 2 == m_block), after their own sub-blocks: the CTA's 8 warps split the window's 9
-// 16-key blocks on mma.sync (S = q kᵀ and dP = dout vᵀ from the tail rows' tiles and the stage's k,
-// v; the elementwise operations of the sub-blocks; dbias summed in shared memory; the warp's dq
-// part = dS k), and at the top of the next window (after its CTA barrier) warp 0 of warpgroup 1
-// adds the 8 parts in warp order, projects (V2) and stores the 16 rows. At the chunk's end the tail
-// rows' dbias sums go to rows 128 + 16 m_block .. of the partial (window_attn_reduce_partials adds
-// the two). Where the third query block's CTA computed 64 rows for 16 (3/4 of its products and
-// exponentials on padded rows), the two CTAs now take 16 rows every other window beside their 64.
+// rows 128..143 are computed by warpgroup 1 of the two query blocks' CTAs, each taking every other
+// window of the chunk (ti % 2 == m_block), after its own sub-block: its 4 warps split the window's
+// 16-key blocks (2, 2, 2, 3 of 9) on mma.sync (S = q kᵀ and dP = dout vᵀ from the tail rows' tiles
+// and the stage's k, v; the elementwise operations of the sub-blocks; dbias summed in shared
+// memory; the warp's dq part += dS k), the parts meet in shared memory and warp 0 adds them in warp
+// order, projects (V2) and stores the 16 rows. At the chunk's end the tail rows' dbias sums go to
+// rows 128 + 16 m_block .. of the partial (window_attn_reduce_partials adds the two). Where the
+// third query block's CTA computed 64 rows for 16 (3/4 of its products and exponentials on padded
+// rows) the two CTAs now take 16 rows every other window beside their 64.
 template <typename Element, int kKeys, bool kDropout, int kTail = 64, bool kFold = false>
 __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_bwd_q_wg_kernel(const BwdParams p) {
 #if FWA_HAS_WGMMA
@@ -323,15 +323,13 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             row0 + warp * 16, N, d, lane);
     };
 
-    // kFold: this warp's part of window ti's tail rows (stage st): tail warp tw = 4 wg + warp takes
-    // 16-key blocks blk0 .. blk0 + n_blk - 1 of the 9 (one each, two for tw 7: warpgroup 0 carries the
-    // last key block's sub-block), both blocks' products issued before their elementwise work; the
-    // part (dq over those keys, the V2 row sums) to sTPart. Warp 0 of warpgroup 1 keeps what the
-    // parts' sum needs after the stage is refilled: the rows' q pairs (V2), 1/||q|| and the window.
-    [[maybe_unused]] uint32_t xt[2][4] = {};
-    [[maybe_unused]] float qi_c[2] = {1.f, 1.f};
-    [[maybe_unused]] int64_t b_t = 0;
-    auto tail_part = [&](int st, int64_t b, auto cosine_tag) {
+    // kFold: window ti's tail rows (stage st): warpgroup 1's 4 warps split the first 9 - n0 16-key
+    // blocks (n0 = BwdParams::q_tail_fold_wg0: 2, 2, 2, 3 at 0; 2 each at 1), warp w < n0 of
+    // warpgroup 0 takes block 9 - n0 + w; their parts (dq over those keys, the V2 row sums) meet in
+    // sTPart (warpgroup 1's first), and warp 0 of warpgroup 1 adds them in that order, projects (V2)
+    // and stores the 16 rows.
+    const int n0 = kFold ? p.q_tail_fold_wg0 : 0;
+    auto tail_window = [&](int st, int64_t b, auto cosine_tag) {
         constexpr bool kCos = decltype(cosine_tag)::value;
         const uint32_t sb0 = smem_u32(stage(st));
         const uint32_t sK = sb0 + L::kKOff, sV = sb0 + L::kVOff;
@@ -341,33 +339,15 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         // (chunk 0 | 1); B (k, v for S, dP): (keys 0-7, chunk 0 | 1), then keys 8-15
         const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
         const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-        const int tw = wg * 4 + warp;
-        const int n_blocks = (N + 15) / 16;   // 9 at N = 129..144
-        const int blk0 = tw * n_blocks / 8, n_blk = (tw + 1) * n_blocks / 8 - blk0;   // 1 or 2
+        const int n1 = (N + 15) / 16 - n0;   // warpgroup 1's blocks (of 9 at N = 129..144)
+        const int blk0 = wg == 1 ? warp * n1 / 4 : n1 + warp;
+        const int n_blk = wg == 1 ? (warp + 1) * n1 / 4 - blk0 : 1;
+        const int part_id = wg == 1 ? warp : 4 + warp;
         uint32_t qa[2][4], oa[2][4];
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {
             ldmatrix_x4(sb0 + L::kTQOff + sw64_offset(a_r, 2 * ks + a_j), qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
             ldmatrix_x4(sb0 + L::kTOOff + sw64_offset(a_r, 2 * ks + a_j), oa[ks][0], oa[ks][1], oa[ks][2], oa[ks][3]);
-        }
-        float sc[2][2][4], dpt[2][2][4];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            if (j < n_blk) {
-                const int key0 = (blk0 + j) * 16;
-                zero_acc(sc[j]);
-                zero_acc(dpt[j]);
-#pragma unroll
-                for (int ks = 0; ks < 2; ++ks) {
-                    uint32_t kb[4], vb[4];
-                    ldmatrix_x4(sK + sw64_offset(key0 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
-                    ldmatrix_x4(sV + sw64_offset(key0 + b_r, 2 * ks + b_j), vb[0], vb[1], vb[2], vb[3]);
-                    mma_16816<Element>(sc[j][0], qa[ks], kb[0], kb[1]);
-                    mma_16816<Element>(sc[j][1], qa[ks], kb[2], kb[3]);
-                    mma_16816<Element>(dpt[j][0], oa[ks], vb[0], vb[1]);
-                    mma_16816<Element>(dpt[j][1], oa[ks], vb[2], vb[3]);
-                }
-            }
         }
         float lse_t[2], ds_t[2], qi_t[2], qa_t[2];
 #pragma unroll
@@ -379,60 +359,66 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             qi_t[r] = (kCos && ok) ? tstat[32 + lr] : 1.f;
             qa_t[r] = kCos ? qi_t[r] * al : al;
         }
-        // the sub-blocks' operations (dS as the A operand: rows g | g + 8 x keys 0-7 | 8-15)
-        float da_t[2] = {0.f, 0.f};
-        uint32_t pa[2][4];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            if (j < n_blk) {
-                const int key0 = (blk0 + j) * 16;
-#pragma unroll
-                for (int h8 = 0; h8 < 2; ++h8) {
-                    const int col = key0 + h8 * 8 + 2 * t4;
-                    float2 kf = make_float2(1.f, 1.f);
-                    if constexpr (kCos) kf = *reinterpret_cast<const float2*>(kinv + col);
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) {
-                        const int lr = g + 8 * r;
-                        float c0 = sc[j][h8][2 * r], c1 = sc[j][h8][2 * r + 1];
-                        if constexpr (kCos) {
-                            c0 *= kf.x;
-                            c1 *= kf.y;
-                        }
-                        const float2 bmv = *reinterpret_cast<const float2*>(sTBm + lr * L::kTailPitch + col);
-                        const float x0 = fmaf(c0, qa_t[r], bmv.x), x1 = fmaf(c1, qa_t[r], bmv.y);
-                        const float p0 = fast_exp2(fmaf(-lse_t[r], kLog2e, x0));
-                        const float p1 = fast_exp2(fmaf(-lse_t[r], kLog2e, x1));
-                        const float g0 = p0 * (dpt[j][h8][2 * r] - ds_t[r]);
-                        const float g1 = p1 * (dpt[j][h8][2 * r + 1] - ds_t[r]);
-                        if constexpr (kCos) da_t[r] = fmaf(g0, c0, fmaf(g1, c1, da_t[r]));
-                        float2* db = reinterpret_cast<float2*>(sTDb + lr * L::kTailPitch + col);
-                        float2 acc = *db;
-                        acc.x += g0;
-                        acc.y += g1;
-                        *db = acc;
-                        pa[j][2 * h8 + r] = kCos ? Tr::pack(g0 * kf.x, g1 * kf.y) : Tr::pack(g0, g1);
-                    }
-                }
-            }
-        }
-        // dq part = dS k (k read transposed: keys along K)
         float dqt[4][4];
         zero_acc(dqt);
+        float da_t[2] = {0.f, 0.f};
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            if (j < n_blk) {
-                const int key0 = (blk0 + j) * 16;
+        for (int j = 0; j < 3; ++j) {
+            if (j >= n_blk) break;
+            const int key0 = (blk0 + j) * 16;
+            float sc[2][4], dpt[2][4];
+            zero_acc(sc);
+            zero_acc(dpt);
 #pragma unroll
-                for (int dd = 0; dd < 2; ++dd) {
-                    uint32_t kt[4];
-                    ldmatrix_x4_trans(sK + sw64_offset(key0 + a_r, 2 * dd + a_j), kt[0], kt[1], kt[2], kt[3]);
-                    mma_16816<Element>(dqt[2 * dd], pa[j], kt[0], kt[1]);
-                    mma_16816<Element>(dqt[2 * dd + 1], pa[j], kt[2], kt[3]);
+            for (int ks = 0; ks < 2; ++ks) {
+                uint32_t kb[4], vb[4];
+                ldmatrix_x4(sK + sw64_offset(key0 + b_r, 2 * ks + b_j), kb[0], kb[1], kb[2], kb[3]);
+                ldmatrix_x4(sV + sw64_offset(key0 + b_r, 2 * ks + b_j), vb[0], vb[1], vb[2], vb[3]);
+                mma_16816<Element>(sc[0], qa[ks], kb[0], kb[1]);
+                mma_16816<Element>(sc[1], qa[ks], kb[2], kb[3]);
+                mma_16816<Element>(dpt[0], oa[ks], vb[0], vb[1]);
+                mma_16816<Element>(dpt[1], oa[ks], vb[2], vb[3]);
+            }
+            // the sub-blocks' operations (dS as the A operand: rows g | g + 8 x keys 0-7 | 8-15)
+            uint32_t pa[4];
+#pragma unroll
+            for (int h8 = 0; h8 < 2; ++h8) {
+                const int col = key0 + h8 * 8 + 2 * t4;
+                float2 kf = make_float2(1.f, 1.f);
+                if constexpr (kCos) kf = *reinterpret_cast<const float2*>(kinv + col);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int lr = g + 8 * r;
+                    float c0 = sc[h8][2 * r], c1 = sc[h8][2 * r + 1];
+                    if constexpr (kCos) {
+                        c0 *= kf.x;
+                        c1 *= kf.y;
+                    }
+                    const float2 bmv = *reinterpret_cast<const float2*>(sTBm + lr * L::kTailPitch + col);
+                    const float x0 = fmaf(c0, qa_t[r], bmv.x), x1 = fmaf(c1, qa_t[r], bmv.y);
+                    const float p0 = fast_exp2(fmaf(-lse_t[r], kLog2e, x0));
+                    const float p1 = fast_exp2(fmaf(-lse_t[r], kLog2e, x1));
+                    const float g0 = p0 * (dpt[h8][2 * r] - ds_t[r]);
+                    const float g1 = p1 * (dpt[h8][2 * r + 1] - ds_t[r]);
+                    if constexpr (kCos) da_t[r] = fmaf(g0, c0, fmaf(g1, c1, da_t[r]));
+                    float2* db = reinterpret_cast<float2*>(sTDb + lr * L::kTailPitch + col);
+                    float2 acc = *db;
+                    acc.x += g0;
+                    acc.y += g1;
+                    *db = acc;
+                    pa[2 * h8 + r] = kCos ? Tr::pack(g0 * kf.x, g1 * kf.y) : Tr::pack(g0, g1);
                 }
             }
+            // dq part += dS k (k read transposed: keys along K)
+#pragma unroll
+            for (int dd = 0; dd < 2; ++dd) {
+                uint32_t kt[4];
+                ldmatrix_x4_trans(sK + sw64_offset(key0 + a_r, 2 * dd + a_j), kt[0], kt[1], kt[2], kt[3]);
+                mma_16816<Element>(dqt[2 * dd], pa, kt[0], kt[1]);
+                mma_16816<Element>(dqt[2 * dd + 1], pa, kt[2], kt[3]);
+            }
         }
-        float* part = sTPart + tw * 16 * L::kTailPartPitch;
+        float* part = sTPart + part_id * 16 * L::kTailPartPitch;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             float* prow = part + (g + 8 * r) * L::kTailPartPitch;
@@ -443,49 +429,44 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                 if (t4 == 0) prow[32] = rsum;
             }
         }
-        if (tw == 4) {
-            if constexpr (kCos) {
+        // every part is written: warpgroup 1 waits, warpgroup 0's tail warps only arrive
+        const int n_bar = 128 + 32 * n0;
+        if (wg == 1) asm volatile("bar.sync 3, %0;" ::"r"(n_bar) : "memory");
+        else asm volatile("bar.arrive 3, %0;" ::"r"(n_bar) : "memory");
+        if (wg == 1 && warp == 0) {   // the parts in order, projected (V2), stored; dalpha
 #pragma unroll
-                for (int r = 0; r < 2; ++r)
+            for (int wp = 0; wp < 6; ++wp) {
+                if (wp >= 4 + n0) break;
+                const float* pw = sTPart + wp * 16 * L::kTailPartPitch;
 #pragma unroll
-                    for (int i = 0; i < 4; ++i)
-                        xt[r][i] = grad_rows_x_pair<32, true>(reinterpret_cast<const Element*>(stage(st) + L::kTQOff), 0, r, i, lane);
-            }
-            qi_c[0] = qi_t[0];
-            qi_c[1] = qi_t[1];
-            b_t = b;
-        }
-    };
-    // The 8 parts of the tail window before (after a CTA barrier), in tail-warp order, projected (V2)
-    // and stored, and its dalpha: warp 0 of warpgroup 1. sTPart is written again two windows on.
-    auto tail_combine = [&](auto cosine_tag) {
-        constexpr bool kCos = decltype(cosine_tag)::value;
-        float dqt[4][4], rs_t[2] = {0.f, 0.f};
+                for (int r = 0; r < 2; ++r) {
+                    const float* prow = pw + (g + 8 * r) * L::kTailPartPitch;
 #pragma unroll
-        for (int wp = 0; wp < 8; ++wp) {
-            const float* pw = sTPart + wp * 16 * L::kTailPartPitch;
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const float* prow = pw + (g + 8 * r) * L::kTailPartPitch;
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const float2 v = *reinterpret_cast<const float2*>(prow + i * 8 + 2 * t4);
-                    dqt[i][2 * r] = wp == 0 ? v.x : dqt[i][2 * r] + v.x;
-                    dqt[i][2 * r + 1] = wp == 0 ? v.y : dqt[i][2 * r + 1] + v.y;
+                    for (int i = 0; i < 4; ++i) {
+                        const float2 v = *reinterpret_cast<const float2*>(prow + i * 8 + 2 * t4);
+                        if (wp == 0) {
+                            dqt[i][2 * r] = v.x;
+                            dqt[i][2 * r + 1] = v.y;
+                        } else {
+                            dqt[i][2 * r] += v.x;
+                            dqt[i][2 * r + 1] += v.y;
+                        }
+                    }
+                    if constexpr (kCos) da_t[r] = wp == 0 ? prow[32] : da_t[r] + prow[32];
                 }
-                if constexpr (kCos) rs_t[r] = wp == 0 ? prow[32] : rs_t[r] + prow[32];
             }
-        }
-        if constexpr (kCos) {
-            if (t4 == 0) {
+            if constexpr (kCos) {
+                if (t4 == 0) {
 #pragma unroll
-                for (int r = 0; r < 2; ++r) dalpha_acc += qi_c[r] * rs_t[r];
+                    for (int r = 0; r < 2; ++r) dalpha_acc += qi_t[r] * da_t[r];
+                }
             }
+            warp_store_grad_rows<32, true>(dqt, kCos, reinterpret_cast<const Element*>(stage(st) + L::kTQOff), 0, qi_t, alpha,
+                                           static_cast<Element*>(p.dq.ptr) + b * p.dq.batch_stride + h * p.dq.head_stride,
+                                           p.dq.row_stride, tail0, N, d, lane);
         }
-        warp_store_grad_rows_x<32, Element>(
-            dqt, kCos, [&](int r, int i) { return xt[r][i]; }, qi_c, alpha,
-            static_cast<Element*>(p.dq.ptr) + b_t * p.dq.batch_stride + h * p.dq.head_stride, p.dq.row_stride, tail0, N, d,
-            lane);
+        // sTPart is written again two windows on, after two CTA barriers; this stage's tail tiles are
+        // refilled after the next one
     };
 
     for (int ti = 0; ti < n_win; ++ti) {
@@ -500,12 +481,6 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         cp_async_commit();
         if constexpr (kLate) {
             if (wg == 1 && ti > 0) late_epilogue(ti - 1);
-        }
-        if constexpr (kFold) {
-            if (wg == 1 && warp == 0 && ti > 0 && tail_mine(ti - 1)) {
-                if (cosine) tail_combine(std::true_type{});
-                else tail_combine(std::false_type{});
-            }
         }
 
         unsigned char* s0 = stage(st);
@@ -605,6 +580,12 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
                     for (int r = 0; r < 2; ++r) x[128 * 16 + lrow[r]] = rs[r];
                 }
+                if constexpr (kFold) {
+                    if (tail_mine(ti) && warp < n0) {
+                        if (cosine) tail_window(st, b, std::true_type{});
+                        else tail_window(st, b, std::false_type{});
+                    }
+                }
             } else {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
@@ -618,11 +599,11 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
                         for (int i = 0; i < 4; ++i) xq[r][i] = grad_rows_x_pair<32, true>(tQ, warp * 16, r, i, lane);
                 }
-            }
-            if constexpr (kFold) {
-                if (tail_mine(ti)) {
-                    if (cosine) tail_part(st, b, std::true_type{});
-                    else tail_part(st, b, std::false_type{});
+                if constexpr (kFold) {
+                    if (tail_mine(ti)) {
+                        if (cosine) tail_window(st, b, std::true_type{});
+                        else tail_window(st, b, std::false_type{});
+                    }
                 }
             }
             continue;
@@ -663,12 +644,6 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
     if constexpr (kLate) {   // the last window's dq
         __syncthreads();
         if (wg == 1) late_epilogue(n_win - 1);
-    }
-    if constexpr (kFold) {
-        if (wg == 1 && warp == 0 && tail_mine(n_win - 1)) {
-            if (cosine) tail_combine(std::true_type{});
-            else tail_combine(std::false_type{});
-        }
     }
 
     // The chunk's dbias partial: the block's 64 rows x this warpgroup's keys, written once.
