@@ -68,7 +68,7 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr uint32_t kTQOff = kKOff + 3 * kTileBytes, kTOOff = kTQOff + 1024, kTStatOff = kTOOff + 1024;
     static constexpr int kTailPitch = 152, kTailPartPitch = 36;
     static constexpr uint32_t kTailStripBytes = 16 * kTailPitch * 4;
-    static constexpr uint32_t kTailPartBytes = 6 * 16 * kTailPartPitch * 4;   // (4 + at most 2)
+    static constexpr uint32_t kTailPartBytes = 4 * 16 * kTailPartPitch * 4;
     static constexpr size_t bytes(bool late = false, bool fold = false) {
         return 1024 /* alignment slack */ + tail_off(late) + (fold ? 2 * kTailStripBytes + kTailPartBytes : 0);
     }
@@ -323,12 +323,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             row0 + warp * 16, N, d, lane);
     };
 
-    // kFold: window ti's tail rows (stage st): warpgroup 1's 4 warps split the first 9 - n0 16-key
-    // blocks (n0 = BwdParams::q_tail_fold_wg0: 2, 2, 2, 3 at 0; 2 each at 1), warp w < n0 of
-    // warpgroup 0 takes block 9 - n0 + w; their parts (dq over those keys, the V2 row sums) meet in
-    // sTPart (warpgroup 1's first), and warp 0 of warpgroup 1 adds them in that order, projects (V2)
-    // and stores the 16 rows.
-    const int n0 = kFold ? p.q_tail_fold_wg0 : 0;
+    // kFold: window ti's tail rows (stage st) by this warp of warpgroup 1 (see above the kernel).
     auto tail_window = [&](int st, int64_t b, auto cosine_tag) {
         constexpr bool kCos = decltype(cosine_tag)::value;
         const uint32_t sb0 = smem_u32(stage(st));
@@ -339,10 +334,8 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         // (chunk 0 | 1); B (k, v for S, dP): (keys 0-7, chunk 0 | 1), then keys 8-15
         const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
         const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-        const int n1 = (N + 15) / 16 - n0;   // warpgroup 1's blocks (of 9 at N = 129..144)
-        const int blk0 = wg == 1 ? warp * n1 / 4 : n1 + warp;
-        const int n_blk = wg == 1 ? (warp + 1) * n1 / 4 - blk0 : 1;
-        const int part_id = wg == 1 ? warp : 4 + warp;
+        const int n_blocks = (N + 15) / 16;   // 9 at N = 129..144: warps take 2, 2, 2, 3
+        const int blk0 = warp * n_blocks / 4, n_blk = (warp + 1) * n_blocks / 4 - blk0;
         uint32_t qa[2][4], oa[2][4];
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {
@@ -418,7 +411,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                 mma_16816<Element>(dqt[2 * dd + 1], pa, kt[2], kt[3]);
             }
         }
-        float* part = sTPart + part_id * 16 * L::kTailPartPitch;
+        float* part = sTPart + warp * 16 * L::kTailPartPitch;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             float* prow = part + (g + 8 * r) * L::kTailPartPitch;
@@ -429,14 +422,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                 if (t4 == 0) prow[32] = rsum;
             }
         }
-        // every part is written: warpgroup 1 waits, warpgroup 0's tail warps only arrive
-        const int n_bar = 128 + 32 * n0;
-        if (wg == 1) asm volatile("bar.sync 3, %0;" ::"r"(n_bar) : "memory");
-        else asm volatile("bar.arrive 3, %0;" ::"r"(n_bar) : "memory");
-        if (wg == 1 && warp == 0) {   // the parts in order, projected (V2), stored; dalpha
+        group_sync(1);   // warpgroup 1's 4 parts are written
+        if (warp == 0) {   // the parts in warp order, projected (V2), stored; dalpha
 #pragma unroll
-            for (int wp = 0; wp < 6; ++wp) {
-                if (wp >= 4 + n0) break;
+            for (int wp = 0; wp < 4; ++wp) {
                 const float* pw = sTPart + wp * 16 * L::kTailPartPitch;
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
@@ -579,12 +568,6 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                 if (cosine && t4 == 0) {
 #pragma unroll
                     for (int r = 0; r < 2; ++r) x[128 * 16 + lrow[r]] = rs[r];
-                }
-                if constexpr (kFold) {
-                    if (tail_mine(ti) && warp < n0) {
-                        if (cosine) tail_window(st, b, std::true_type{});
-                        else tail_window(st, b, std::false_type{});
-                    }
                 }
             } else {
 #pragma unroll

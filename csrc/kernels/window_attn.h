@@ -147,9 +147,6 @@ struct BwdParams : FwdParams {
     // (128). Their dbias rows go to rows q_tail_fold .. + 15 of the partial from the query block 0
     // CTAs' windows and 16 rows further from block 1's (window_attn_reduce_partials adds both).
     int q_tail_fold = 0;
-    // The tail rows' 16-key blocks taken by warpgroup 0 (one per warp, 0..2; the rest by warpgroup 1:
-    // bwd_q_wg_kernel.cuh): FWA_WINDOW_BWD_Q_FOLD_WG0 (A/B timing), default 1.
-    int q_tail_fold_wg0 = 1;
 };
 
 constexpr int64_t kDqPartialBudget = int64_t(256) << 20;

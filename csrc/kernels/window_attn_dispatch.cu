@@ -209,11 +209,6 @@ void window_attn_plan_bwd(Dtype dt, BwdParams& p) {
     const bool small = window_attn_bwd_uses_small_path(p);
     p.n_key_ranges = window_bwd_q_key_ranges(p);
     p.q_tail_fold = !small && window_bwd_q_fold_tail_on(p) ? kTileM * ((p.N - 1) / kTileM) : 0;
-    static const int fold_wg0 = [] {
-        const char* e = std::getenv("FWA_WINDOW_BWD_Q_FOLD_WG0");
-        return e != nullptr && e[0] >= '0' && e[0] <= '2' && e[1] == '\0' ? e[0] - '0' : 1;
-    }();
-    p.q_tail_fold_wg0 = fold_wg0;
     const int ctas = FWA_HEADDIM_SWITCH(p.d, [&] {
         if (dt == Dtype::kFloat16)
             return small ? bwd_small_ctas_per_sm<__half, kHeadDim>() : bwd_q_ctas_per_sm<__half, kHeadDim>(p);
