@@ -39,12 +39,6 @@
 
 namespace fwa {
 
-// The preprocess: kPreRows rows per group of kHeadDim / 8 threads (one 16-byte chunk of each row per
-// thread), every row's loads issued before any is used (one row per group left ~2 x 16 bytes in
-// flight per thread: (512, 4, 144) 19 us for 38 MB beside the bm build).
-constexpr int kPreRows = 4;
-template <int kHeadDim> constexpr int bwd_preprocess_rows_per_block() { return kNumThreads / (kHeadDim / 8) * kPreRows; }
-
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel(const BwdParams p) {
     using Tr = ElementTraits<Element>;
@@ -52,69 +46,52 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
     // after its pdl_wait: it may launch now (its CTAs load their tiles while the last ones here run)
     pdl_launch_dependents();
     constexpr int kTPR = kHeadDim / 8;           // threads per row, one 16-byte chunk each
-    constexpr int kGroups = kNumThreads / kTPR;  // row groups per CTA; row r of a group is kGroups rows on
+    constexpr int kRowsPerBlock = kNumThreads / kTPR;
     const int tid = threadIdx.x;
     const int64_t total = int64_t(p.B) * p.H * p.N;
-    const int64_t row_first = int64_t(blockIdx.x) * bwd_preprocess_rows_per_block<kHeadDim>() + tid / kTPR;
+    const int64_t row_id = int64_t(blockIdx.x) * kRowsPerBlock + tid / kTPR;
     const int c = (tid % kTPR) * 8;
+    const bool valid = row_id < total && c < p.d;
+    float dsum = 0.f, qss = 0.f, kss = 0.f;
     // (with the forward's norms given, only out and dout are read: half the bytes)
     const bool cosine = p.logit_scale != nullptr && !p.inv_norms_given;
-    uint4 o[kPreRows], dout[kPreRows], q[kPreRows], k[kPreRows];
-    bool valid[kPreRows];
+    if (valid) {
+        const int64_t b = row_id / (int64_t(p.H) * p.N);
+        const int rem = static_cast<int>(row_id - b * p.H * p.N);
+        const int h = rem / p.N, i = rem - h * p.N;
+        auto ld = [&](const TensorRef& t) {
+            return *reinterpret_cast<const uint4*>(static_cast<const Element*>(t.ptr) + b * t.batch_stride +
+                                                   h * t.head_stride + int64_t(i) * t.row_stride + c);
+        };
+        const uint4 o = ld(p.out), dout = ld(p.dout);
+        const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {dout.x, dout.y, dout.z, dout.w};
 #pragma unroll
-    for (int r = 0; r < kPreRows; ++r) {
-        const int64_t row_id = row_first + int64_t(r) * kGroups;
-        valid[r] = row_id < total && c < p.d;
-        o[r] = dout[r] = q[r] = k[r] = make_uint4(0u, 0u, 0u, 0u);
-        if (valid[r]) {
-            const int64_t b = row_id / (int64_t(p.H) * p.N);
-            const int rem = static_cast<int>(row_id - b * p.H * p.N);
-            const int h = rem / p.N, i = rem - h * p.N;
-            auto ld = [&](const TensorRef& t) {
-                return *reinterpret_cast<const uint4*>(static_cast<const Element*>(t.ptr) + b * t.batch_stride +
-                                                       h * t.head_stride + int64_t(i) * t.row_stride + c);
-            };
-            o[r] = ld(p.out);
-            dout[r] = ld(p.dout);
-            if (cosine) {
-                q[r] = ld(p.q);
-                k[r] = ld(p.k);
+        for (int e = 0; e < 4; ++e) {
+            const float2 x = Tr::unpack(ow[e]), y = Tr::unpack(dw[e]);
+            dsum = fmaf(x.x, y.x, fmaf(x.y, y.y, dsum));
+        }
+        if (cosine) {
+            const uint4 q = ld(p.q), k = ld(p.k);
+            const uint32_t qw[4] = {q.x, q.y, q.z, q.w}, kw[4] = {k.x, k.y, k.z, k.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 x = Tr::unpack(qw[e]), y = Tr::unpack(kw[e]);
+                qss = fmaf(x.x, x.x, fmaf(x.y, x.y, qss));
+                kss = fmaf(y.x, y.x, fmaf(y.y, y.y, kss));
             }
         }
     }
 #pragma unroll
-    for (int r = 0; r < kPreRows; ++r) {
-        float dsum = 0.f, qss = 0.f, kss = 0.f;
-        if (valid[r]) {
-            const uint32_t ow[4] = {o[r].x, o[r].y, o[r].z, o[r].w}, dw[4] = {dout[r].x, dout[r].y, dout[r].z, dout[r].w};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float2 x = Tr::unpack(ow[e]), y = Tr::unpack(dw[e]);
-                dsum = fmaf(x.x, y.x, fmaf(x.y, y.y, dsum));
-            }
-            if (cosine) {
-                const uint32_t qw[4] = {q[r].x, q[r].y, q[r].z, q[r].w}, kw[4] = {k[r].x, k[r].y, k[r].z, k[r].w};
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float2 x = Tr::unpack(qw[e]), y = Tr::unpack(kw[e]);
-                    qss = fmaf(x.x, x.x, fmaf(x.y, x.y, qss));
-                    kss = fmaf(y.x, y.x, fmaf(y.y, y.y, kss));
-                }
-            }
-        }
-#pragma unroll
-        for (int m = 1; m < kTPR; m <<= 1) {
-            dsum += __shfl_xor_sync(0xffffffffu, dsum, m);
-            qss += __shfl_xor_sync(0xffffffffu, qss, m);
-            kss += __shfl_xor_sync(0xffffffffu, kss, m);
-        }
-        const int64_t row_id = row_first + int64_t(r) * kGroups;
-        if (row_id < total && tid % kTPR == 0) {
-            p.dsum[row_id] = dsum;
-            if (cosine) {
-                p.q_inv_norm[row_id] = inv_norm_from_sumsq(qss);
-                p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
-            }
+    for (int o = 1; o < kTPR; o <<= 1) {
+        dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
+        qss += __shfl_xor_sync(0xffffffffu, qss, o);
+        kss += __shfl_xor_sync(0xffffffffu, kss, o);
+    }
+    if (row_id < total && tid % kTPR == 0) {
+        p.dsum[row_id] = dsum;
+        if (cosine) {
+            p.q_inv_norm[row_id] = inv_norm_from_sumsq(qss);
+            p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
         }
     }
     // Launched as the bm build's programmatic dependent (BwdParams::bm_pdl: the two run side by
@@ -1215,7 +1192,7 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     const bool pdl_chain = false;
 #endif
     {
-        constexpr int kRowsPerBlock = bwd_preprocess_rows_per_block<kHeadDim>();
+        constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.N;
         const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
         if (grid == 0) return cudaSuccess;
