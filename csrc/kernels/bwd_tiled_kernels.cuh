@@ -48,8 +48,24 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
     constexpr int kTPR = kHeadDim / 8;           // threads per row, one 16-byte chunk each
     constexpr int kRowsPerBlock = kNumThreads / kTPR;
     const int tid = threadIdx.x;
+    // BwdParams::bm_build: the first CTAs build bm, a float4 per thread
+    const int64_t quads = window_bm_build_quads(p);
+    const int64_t build_ctas = (quads + kNumThreads - 1) / kNumThreads;
+    if (int64_t(blockIdx.x) < build_ctas) {
+        const int64_t qd = int64_t(blockIdx.x) * kNumThreads + tid;
+        if (qd < quads) {
+            const int Hb = p.bias != nullptr ? p.H : 1;
+            if (quads <= INT32_MAX)
+                build_bm_quad<int>(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2, p.mask, p.mask_s0, p.mask_s1,
+                                   p.mask_s2, Hb, p.N, p.Npad, static_cast<int>(qd));
+            else
+                build_bm_quad<int64_t>(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2, p.mask, p.mask_s0,
+                                       p.mask_s1, p.mask_s2, Hb, p.N, p.Npad, qd);
+        }
+        return;
+    }
     const int64_t total = int64_t(p.B) * p.H * p.N;
-    const int64_t row_id = int64_t(blockIdx.x) * kRowsPerBlock + tid / kTPR;
+    const int64_t row_id = (int64_t(blockIdx.x) - build_ctas) * kRowsPerBlock + tid / kTPR;
     const int c = (tid % kTPR) * 8;
     const bool valid = row_id < total && c < p.d;
     float dsum = 0.f, qss = 0.f, kss = 0.f;
@@ -94,10 +110,6 @@ __global__ void __launch_bounds__(kNumThreads) window_attn_bwd_preprocess_kernel
             p.k_inv_norm[row_id] = inv_norm_from_sumsq(kss);
         }
     }
-    // Launched as the bm build's programmatic dependent (BwdParams::bm_pdl: the two run side by
-    // side; this kernel reads nothing the build writes), it completes only after the build, so the
-    // kernels after it on the stream may read bm (every thread waits; a no-op otherwise).
-    pdl_wait();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -600,8 +612,8 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
 
     // Launched as the preprocess's programmatic dependent (launch_bwd_tiled_impl), the kernel loads
     // the tiles of k, v, q and dout (written before the backward began) before pdl_wait, and the
-    // preprocess's D and inverse norms and the bm build's tile only after it (the preprocess
-    // completes after the build).
+    // preprocess's D, inverse norms and bm tile (bm built by its first CTAs: BwdParams::bm_build)
+    // only after it.
     load_tile(sK, p.k, key0);
     load_tile(sV, p.v, key0);
     issue_tiles(0);
@@ -1194,11 +1206,12 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
     {
         constexpr int kRowsPerBlock = kNumThreads / (kHeadDim / 8);
         const int64_t rows = int64_t(p.B) * p.H * p.N;
-        const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+        // (BwdParams::bm_build: the build's CTAs first) A plain launch: the stream's earlier work
+        // (which wrote dout) is complete when it starts.
+        const int64_t grid = (window_bm_build_quads(p) + kNumThreads - 1) / kNumThreads + (rows + kRowsPerBlock - 1) / kRowsPerBlock;
         if (grid == 0) return cudaSuccess;
         cudaLaunchAttribute attr;
-        const cudaLaunchConfig_t cfg =
-            launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), 0, stream, p.bm_pdl && pdl_chain, attr);
+        const cudaLaunchConfig_t cfg = launch_config(dim3(static_cast<unsigned>(grid)), dim3(kNumThreads), 0, stream, false, attr);
         if ((err = cudaLaunchKernelEx(&cfg, window_attn_bwd_preprocess_kernel<Element, kHeadDim>, p)) != cudaSuccess)
             return err;
     }

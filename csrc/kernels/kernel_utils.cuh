@@ -179,6 +179,40 @@ FWA_DEVICE void dispatch_flag_pair(bool a, bool b, F&& f) {
 }
 
 constexpr float kLog2e = 1.4426950408889634f;
+
+// One float4 (q: four consecutive columns; Npad is a multiple of 64) of the padded, log2(e)-scaled
+// bias+mask tensor [nWb][Hb][Npad][Npad] from fp32 bias (Hb, N, N) and mask (nWb, N, N) with
+// element strides (either null): padded keys -inf (probability 0), padded query rows 0 (finite,
+// never stored). The index arithmetic in Index (32 bits where the tensor allows: 64-bit divisions
+// were most of the build's work). window_attn_build_bm's kernel and the backward's preprocess
+// (BwdParams::bm_build) both build with it.
+template <typename Index>
+FWA_DEVICE void build_bm_quad(float* bm, const float* bias, int64_t b0, int64_t b1, int64_t b2, const float* mask,
+                              int64_t m0, int64_t m1, int64_t m2, int Hb, int N, int Npad, Index q) {
+    const int npad4 = Npad / 4;
+    const int j0 = static_cast<int>(q % npad4) * 4;
+    Index rest = q / npad4;
+    const int i = static_cast<int>(rest % Npad);
+    rest /= Npad;
+    const int h = static_cast<int>(rest % Hb);
+    const int64_t w = static_cast<int64_t>(rest / Hb);
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int j = j0 + e;
+        if (j >= N) {
+            v[e] = -INFINITY;       // padded key: probability 0
+        } else if (i >= N) {
+            v[e] = 0.f;             // padded query row: finite, never stored
+        } else {
+            float x = 0.f;
+            if (bias) x += bias[h * b0 + i * b1 + j * b2];
+            if (mask) x += mask[w * m0 + i * m1 + j * m2];
+            v[e] = x * kLog2e;
+        }
+    }
+    reinterpret_cast<float4*>(bm)[q] = make_float4(v[0], v[1], v[2], v[3]);
+}
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNormEps = 1e-12f;
 // One online-softmax step for row r (0 or 1) of a thread's C fragments: s holds the tile's logits in

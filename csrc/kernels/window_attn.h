@@ -53,8 +53,7 @@ struct FwdParams {
     // (window_attn_build_bm, which triggers its dependents early): the wgmma forward is then
     // launched as a programmatic dependent (Hopper PDL) and reads bm only after griddepcontrol.wait,
     // everything else it reads (q, k, v, logit_scale) having been written before the build began.
-    // The same for the tiled backward's first kernel, the preprocess, which reads no bm and waits
-    // for the build only before it exits.
+    // (The backward builds bm in its first kernel instead: BwdParams::bm_build.)
     bool bm_pdl = false;
 
     const float* logit_scale = nullptr;  // (H) fp32; nullptr for V1
@@ -147,6 +146,12 @@ struct BwdParams : FwdParams {
     // (128). Their dbias rows go to rows q_tail_fold .. + 15 of the partial from the query block 0
     // CTAs' windows and 16 rows further from block 1's (window_attn_reduce_partials adds both).
     int q_tail_fold = 0;
+    // Non-null (the op's backward on the tiled path, with bias or mask): bm (this buffer) is not
+    // built yet; the preprocess's first CTAs build it from bias and mask (FwdParams::bias / mask,
+    // build_bm_quad) beside its own rows, in one grid: the build and the rows it would otherwise
+    // have waited for (a programmatic dependent launches only once every CTA of the build has
+    // started) run side by side from the start.
+    float* bm_build = nullptr;
 };
 
 constexpr int64_t kDqPartialBudget = int64_t(256) << 20;
@@ -283,6 +288,17 @@ template <typename Element, int kHeadDim> int bwd_q_ctas_per_sm(const FwdParams&
 // Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
 // (nW,N,N strided); either may be null. Output layout as described above, written densely as
 // [nWb][Hb][Npad][Npad] where nWb = mask ? nW : 1 and Hb = bias ? H : 1.
+// The float4 count of p's bm ([nWb][Hb][Npad][Npad]; nWb = nW with a mask else 1, Hb = H with a
+// bias else 1) where BwdParams::bm_build asks the backward to build it from p.bias and p.mask.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline int64_t window_bm_build_quads(const BwdParams& p) {
+    if (p.bm_build == nullptr) return 0;
+    return int64_t(p.mask != nullptr ? p.nW : 1) * (p.bias != nullptr ? p.H : 1) * p.Npad * (p.Npad / 4);
+}
+// Builds BwdParams::bm_build on its own (the paths without the tiled preprocess).
+cudaError_t window_attn_build_bm_deferred(const BwdParams& p, cudaStream_t s);
 cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
                                  int64_t bias_s2, const float* mask, int64_t mask_s0,
                                  int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,

@@ -239,8 +239,7 @@ cudaError_t window_attn_bwd(Dtype dt, const BwdParams& p, cudaStream_t s) {
 
 // ---------------------------------------------------------------------------------------------
 
-// Four consecutive columns per thread (Npad is a multiple of 64: one float4 store), the index
-// arithmetic in 32 bits where the tensor allows (64-bit divisions were most of the kernel's work).
+// One float4 per thread (build_bm_quad).
 template <typename Index>
 __global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_t b1, int64_t b2,
                                 const float* mask, int64_t m0, int64_t m1, int64_t m2, int Hb,
@@ -250,29 +249,7 @@ __global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_
     pdl_launch_dependents();
     const Index q = Index(blockIdx.x) * blockDim.x + threadIdx.x;
     if (q >= total4) return;
-    const int npad4 = Npad / 4;
-    const int j0 = static_cast<int>(q % npad4) * 4;
-    Index rest = q / npad4;
-    const int i = static_cast<int>(rest % Npad);
-    rest /= Npad;
-    const int h = static_cast<int>(rest % Hb);
-    const int64_t w = static_cast<int64_t>(rest / Hb);
-    float v[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int j = j0 + e;
-        if (j >= N) {
-            v[e] = -INFINITY;       // padded key: probability 0
-        } else if (i >= N) {
-            v[e] = 0.f;             // padded query row: finite, never stored
-        } else {
-            float x = 0.f;
-            if (bias) x += bias[h * b0 + i * b1 + j * b2];
-            if (mask) x += mask[w * m0 + i * m1 + j * m2];
-            v[e] = x * kLog2e;
-        }
-    }
-    reinterpret_cast<float4*>(bm)[q] = make_float4(v[0], v[1], v[2], v[3]);
+    build_bm_quad<Index>(bm, bias, b0, b1, b2, mask, m0, m1, m2, Hb, N, Npad, q);
 }
 
 cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
@@ -291,6 +268,12 @@ cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, 
         build_bm_kernel<int64_t><<<blocks, threads, 0, s>>>(bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0,
                                                             mask_s1, mask_s2, Hb, N, Npad, total4);
     return cudaGetLastError();
+}
+
+cudaError_t window_attn_build_bm_deferred(const BwdParams& p, cudaStream_t s) {
+    if (p.bm_build == nullptr) return cudaSuccess;
+    return window_attn_build_bm(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2, p.mask, p.mask_s0, p.mask_s1,
+                                p.mask_s2, p.H, p.nW, p.N, p.Npad, s);
 }
 
 // dbias[h, i, j] = sum over the P window-chunk partials; dlogit[h] = sum over its partials times

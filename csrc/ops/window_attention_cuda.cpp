@@ -33,7 +33,7 @@ struct Prepared {
 Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
                  const std::optional<at::Tensor>& mask,
                  const std::optional<at::Tensor>& logit_scale, double scale,
-                 const WindowAttnSizes& s, bool direct_bias_mask = false) {
+                 const WindowAttnSizes& s, bool direct_bias_mask = false, bool defer_build = false) {
     Prepared r;
     fwa::BwdParams& p = r.p;
     p.B = static_cast<int>(s.B);
@@ -56,9 +56,8 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
     }
     if (s.has_bias || s.has_mask) {
         // (fp32 bias and mask, the usual case, skip the dispatcher calls of .to) Converted copies
-        // stay alive in r until the op returns, also under the bm build that reads them: the
-        // backward's first kernel may run beside the build (BwdParams::bm_pdl), and a copy freed
-        // at once could be handed to that kernel's workspace while the build still reads it.
+        // stay alive in r until the op returns: the forward's kernel, and the backward's first
+        // kernel, which builds bm (BwdParams::bm_build), read them.
         at::Tensor& bias_f = r.bias_f;
         at::Tensor& mask_f = r.mask_f;
         if (s.has_bias) {
@@ -66,7 +65,7 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
             if (bias_f.scalar_type() != at::kFloat) bias_f = bias_f.to(at::kFloat);
         }
         if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
-        if (direct_bias_mask) {   // no bm build: the forward reads these
+        if (direct_bias_mask || defer_build) {   // the forward reads these; the backward builds bm from them
             if (s.has_bias) {
                 p.bias = bias_f.data_ptr<float>();
                 p.bias_s0 = bias_f.stride(0);
@@ -79,10 +78,17 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
                 p.mask_s1 = mask_f.stride(1);
                 p.mask_s2 = mask_f.stride(2);
             }
-            return r;
+            if (direct_bias_mask) return r;
         }
         const int Hb = s.has_bias ? p.H : 1, nWb = s.has_mask ? p.nW : 1;
         r.bm = at::empty({nWb, Hb, p.Npad, p.Npad}, q.options().dtype(at::kFloat));
+        p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
+        p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
+        if (defer_build) {   // built by the backward's first kernel (BwdParams::bm_build)
+            p.bm_build = r.bm.data_ptr<float>();
+            p.bm = p.bm_build;
+            return r;
+        }
         check_cuda(fwa::window_attn_build_bm(
                        r.bm.data_ptr<float>(),
                        s.has_bias ? bias_f.data_ptr<float>() : nullptr,
@@ -93,8 +99,6 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
                        s.has_mask ? mask_f.stride(2) : 0, p.H, p.nW, p.N, p.Npad, stream),
                    "building the bias+mask tile");
         p.bm = r.bm.data_ptr<float>();
-        p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
-        p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
     }
     return r;
 }
@@ -241,7 +245,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
     at::Tensor dlogit_h = s.cosine ? at::empty({s.H}, f32) : at::Tensor();
     auto stream = at::cuda::getCurrentCUDAStream();
 
-    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s);
+    // (bm, where needed, is built by the backward: its first kernel on the tiled path)
+    Prepared prep = prepare(q, bias, mask, logit_scale, scale, s, /*direct_bias_mask=*/false, /*defer_build=*/true);
     fwa::BwdParams& p = prep.p;
     at::Tensor workspace;   // the kernels' fp32 scratch buffers, carved out of one allocation
     int n_dbias_partials = 0, n_dalpha_partials = 0;
@@ -267,14 +272,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         p.dv = ref(dv);
         p.lse = const_cast<float*>(lse_.data_ptr<float>());
         p.dropout = drop;
-        // The bm build is the last launch on the stream when nothing was copied since: the tiled
-        // path's first kernel (the preprocess, which reads no bm) may then run beside it.
-        p.bm_pdl = p.bm != nullptr && q_.is_same(q) && k_.is_same(k) && v_.is_same(v) && dout_.is_same(dout) &&
-                   out_.is_same(out) && lse_.is_same(lse) && (!norms_given || norms_.is_same(*qk_inv_norm));
         // The chunking of windows over CTAs sizes the partial buffers (the forward plans its own);
         // the query side's key ranges depend on the tensors' strides (set above).
         fwa::window_attn_plan_bwd(kernel_dtype(q), p);
         const bool small = fwa::window_attn_bwd_uses_small_path(p);
+        if (small) {   // (the tiled path's preprocess builds bm itself: BwdParams::bm_build)
+            check_cuda(fwa::window_attn_build_bm_deferred(p, stream), "building the bias+mask tile");
+            p.bm_build = nullptr;
+        }
         n_dbias_partials = p.nW * p.n_chunks;
         n_dalpha_partials = n_dbias_partials * (small ? 1 : p.num_m_blocks * p.n_key_ranges);
         // One allocation for the scratch buffers (a dispatcher call per at::empty costs host time
