@@ -51,11 +51,7 @@ template <int kKeys> struct BwdQWgLayout {
     static constexpr uint32_t kVOff = kKOff + kKeys * 64;
     static constexpr uint32_t kStatOff = kVOff + kKeys * 64;
     static constexpr uint32_t kKinvOff = kStatOff + 3 * 64 * 4;
-    // the rows' D partials, [key block][64 rows] float2 (sum P dP, sum P; at most 16 key blocks:
-    // N <= 1024), from which the kernel takes D itself (no dsum kernel before it)
-    static constexpr int kMaxKeyBlocks = 16;
-    static constexpr uint32_t kDpOff = kKinvOff + kKeys * 4;
-    static constexpr uint32_t kStageBytes = (kDpOff + kMaxKeyBlocks * 64 * 8 + 1023u) / 1024u * 1024u;
+    static constexpr uint32_t kStageBytes = (kKinvOff + kKeys * 4 + 1023u) / 1024u * 1024u;
     static constexpr int kBmPitch = kKeys + 8;                 // fp32 pitch of the strip (float2 reads)
     static constexpr uint32_t kStripOff = 2 * kStageBytes;
     static constexpr uint32_t kStripBytes = 64 * kBmPitch * 4;
@@ -70,7 +66,6 @@ template <int kKeys> struct BwdQWgLayout {
     // dbias sums (16 rows x kTailPitch fp32) and the 4 warps' dq parts (16 rows x kTailPartPitch:
     // dq, then the V2 row sum).
     static constexpr uint32_t kTQOff = kKOff + 3 * kTileBytes, kTOOff = kTQOff + 1024, kTStatOff = kTOOff + 1024;
-    static constexpr uint32_t kTDpOff = kTStatOff + 256;   // the tail rows' D partials, [3 key blocks][16]
     static constexpr int kTailPitch = 152, kTailPartPitch = 36;
     static constexpr uint32_t kTailStripBytes = 16 * kTailPitch * 4;
     static constexpr uint32_t kTailPartBytes = 4 * 16 * kTailPartPitch * 4;
@@ -224,40 +219,21 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             }
         }
     };
-    // Window ti's D partials (BwdParams::dsum_partial: per key block the sums of P dP and of P,
-    // written by the key side, complete once pdl_wait has returned) into stage st: D_i is their
-    // ratio after the blocks' sums in block order (d_of), as the dsum kernel computed it.
-    const int n_kb = (N + 63) / 64;
-    const int64_t dp_rows = int64_t(p.B) * p.H * N;
-    const float2* dpart_g = reinterpret_cast<const float2*>(p.dsum_partial);
+    // Window ti's D (the dsum kernel's, written by the kernel launched just before) into stage st.
     auto issue_d = [&](int ti, int st) {
-        const int64_t rbase = (window_of(ti) * p.H + h) * N;
         if (tid < kTileM) {
             const int i = row0 + tid;
-            const int64_t src = rbase + (i < N ? i : 0);
-            for (int jb = 0; jb < n_kb; ++jb)
-                cp_async_8(smem_u32(stage(st)) + L::kDpOff + 8 * (jb * kTileM + tid), dpart_g + jb * dp_rows + src,
-                           i < N ? 8 : 0);
+            const int64_t src = (window_of(ti) * p.H + h) * N + (i < N ? i : 0);
+            cp_async_4(smem_u32(reinterpret_cast<float*>(stage(st) + L::kStatOff) + kTileM + tid), p.dsum + src,
+                       i < N ? 4 : 0);
         }
         if constexpr (kFold) {
             if (tail_mine(ti) && tid >= 80 && tid < 96) {
                 const int r = tid - 80, i = tail0 + r;
-                const int64_t src = rbase + (i < N ? i : 0);
-                for (int jb = 0; jb < n_kb; ++jb)
-                    cp_async_8(smem_u32(stage(st)) + L::kTDpOff + 8 * (jb * 16 + r), dpart_g + jb * dp_rows + src,
-                               i < N ? 8 : 0);
+                const int64_t src = (window_of(ti) * p.H + h) * N + (i < N ? i : 0);
+                cp_async_4(smem_u32(stage(st)) + L::kTStatOff + 4 * (16 + r), p.dsum + src, i < N ? 4 : 0);
             }
         }
-    };
-    // D of row lr from partials dp ([key block][stride rows])
-    auto d_of = [&](const float2* dp, int stride, int lr) {
-        float2 sum = dp[lr];
-        for (int jb = 1; jb < n_kb; ++jb) {
-            const float2 v = dp[jb * stride + lr];
-            sum.x += v.x;
-            sum.y += v.y;
-        }
-        return sum.y != 0.f ? sum.x / sum.y : sum.x;
     };
 
     // The strip: rows row0 .. row0 + 63 of the bias+mask slice (Npad columns; at Npad 192 on the
@@ -293,10 +269,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         for (int c = tid; c < 16 * L::kTailPitch; c += L::kThreads) sTDb[c] = 0.f;
     }
     issue(0, 0);
-    // Launched as the key side's last kernel's programmatic dependent (launch_bwd_tiled_impl), the
-    // CTA loads the strip and the first window's tiles and statistics before pdl_wait (that kernel
-    // lets it launch only after its own pdl_wait: the preprocess, which builds bm, is complete) and
-    // the window's D partials, which the key side writes, after it.
+    // Launched as the dsum kernel's programmatic dependent (launch_bwd_tiled_impl), the CTA loads
+    // the strip and the first window's tiles and statistics before pdl_wait (the dsum kernel lets it
+    // launch only after its own pdl_wait: the bm build, the preprocess and the key side are
+    // complete) and the window's D, which the dsum kernel writes, after it.
     pdl_wait();
     issue_d(0, 0);
     cp_async_commit();
@@ -372,7 +348,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
             const int lr = g + 8 * r;
             const bool ok = tail0 + lr < N;
             lse_t[r] = ok ? tstat[lr] : INFINITY;
-            ds_t[r] = ok ? d_of(reinterpret_cast<const float2*>(stage(st) + L::kTDpOff), 16, lr) : 0.f;
+            ds_t[r] = ok ? tstat[16 + lr] : 0.f;
             qi_t[r] = (kCos && ok) ? tstat[32 + lr] : 1.f;
             qa_t[r] = kCos ? qi_t[r] * al : al;
         }
@@ -508,7 +484,7 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         for (int r = 0; r < 2; ++r) {
             const bool ok = row0 + lrow[r] < N;
             lse_r[r] = ok ? stat[lrow[r]] : INFINITY;
-            dsum[r] = ok ? d_of(reinterpret_cast<const float2*>(s0 + L::kDpOff), kTileM, lrow[r]) : 0.f;
+            dsum[r] = ok ? stat[kTileM + lrow[r]] : 0.f;
             q_inv[r] = (cosine && ok) ? stat[2 * kTileM + lrow[r]] : 1.f;
             qa[r] = cosine ? q_inv[r] * al : al;   // the row's logit factor (V2: see bwd_tiled_kernels.cuh)
         }

@@ -517,7 +517,7 @@ __global__ void __launch_bounds__(kNumThreads, 4) window_attn_bwd_kv_tail_kernel
     }
     cp_async_wait<0>();
     pdl_launch_dependents();
-    // (every thread: this grid completes only after the key side's, for the kernel after it)
+    // (every thread: this grid completes only after the key side's, for the dsum kernel after it)
     pdl_wait();
 }
 
@@ -618,8 +618,7 @@ __global__ void __launch_bounds__(kNumThreads, bwd_kv_min_blocks<kHeadDim>()) wi
     load_tile(sV, p.v, key0);
     issue_tiles(0);
     pdl_wait();
-    // (this kernel's dependent, the kv tail kernel, the dsum kernel or the warpgroup query side,
-    // reads before its own pdl_wait only what predates this point: the preprocess is complete)
+    // (the dsum kernel, this kernel's dependent, reads nothing before its own pdl_wait)
     pdl_launch_dependents();
     issue_stats(0);
     cp_async_commit();
@@ -1104,21 +1103,15 @@ __global__ void __launch_bounds__(256) window_attn_bwd_dq_reduce_kernel(const Bw
 // bwd_q_wg_kernel.cuh (Npad 192 on its 256-key form; above 256 in key ranges, then with the sum of
 // their dq parts), otherwise window_attn_bwd_q_kernel. Prepares it and sets *ctas (CTAs per SM);
 // launches it when `launch`; `pdl`: the warpgroup kernel without key ranges as the previous
-// launch's programmatic dependent (launch_bwd_tiled_impl: the key side's last kernel's).
-// Whether bwd_q_side runs bwd_q_wg_kernel.cuh's kernel (which takes D from the key side's partials
-// itself: no dsum kernel before it) rather than window_attn_bwd_q_kernel.
-template <bool kWgmma> bool bwd_q_side_is_wg(const BwdParams& p) {
-    if constexpr (!kWgmma) return false;
-    // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
-    return p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
-}
-
+// launch's programmatic dependent (launch_bwd_tiled_impl: the dsum kernel's).
 template <typename Element, int kHeadDim, bool kDropout, bool kWgmma>
 cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int* ctas, bool assume_strip,
                        bool pdl = false) {
     const int64_t grid = int64_t(p.num_m_blocks) * p.H * p.nW * p.n_chunks;
     if constexpr (kWgmma) {
-        if (bwd_q_side_is_wg<kWgmma>(p)) {
+        // Npad > 256: where the plan gave the problem key ranges (window_bwd_q_key_ranges)
+        const bool wg = p.Npad > 256 ? p.n_key_ranges > 1 : window_bwd_q_wg_enabled(p.Npad) && bwd_q_wg_shape_ok(p);
+        if (wg) {
             auto run = [&](auto keys_tag, auto tail_tag, auto fold_tag) {
                 constexpr int kKeys = decltype(keys_tag)::value;
                 constexpr int kTail = decltype(tail_tag)::value;
@@ -1192,10 +1185,8 @@ cudaError_t bwd_q_side(const BwdParams& p, cudaStream_t stream, bool launch, int
     return cudaGetLastError();
 }
 
-// preprocess (and bm build) -> key side -> dsum -> query side; the warpgroup query side takes D from
-// the key side's partials itself (no dsum kernel: (512, 4, 256) ~16 us of the step at ~1.2 TB/s).
-// On sm_90a (window_pdl_enabled) each is the previous one's programmatic dependent (the query side
-// on its warpgroup kernel without key ranges): each
+// preprocess -> key side -> dsum -> query side. On sm_90a (window_pdl_enabled) each is the previous
+// one's programmatic dependent (the query side on its warpgroup kernel without key ranges): each
 // loads what predates the backward (q, k, v, dout, lse, and bm and the norms where the previous
 // kernel lets it launch only after its own pdl_wait) before its pdl_wait, the previous kernel's
 // outputs after it. H100, bf16, fwd+bwd step in a CUDA graph (session 34 run D): (512, 4, 144)
@@ -1262,7 +1253,7 @@ cudaError_t launch_bwd_tiled_impl(const BwdParams& p, cudaStream_t stream, int* 
         else err = run_kv(std::integral_constant<int, kTileM>{});
         if (err != cudaSuccess) return err;
     }
-    if (!bwd_q_side_is_wg<kWgmma>(p)) {   // (the warpgroup query side takes D from the partials itself)
+    {
         constexpr int kThreads = 256;
         const int64_t rows = int64_t(p.B) * p.H * p.N;
         cudaLaunchAttribute attr;

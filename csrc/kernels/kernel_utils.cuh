@@ -58,10 +58,6 @@ FWA_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes));
 }
-FWA_DEVICE void cp_async_8(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes));
-}
 // Barrier of warpgroup `group`'s 128 threads (named barrier 1 + group; 0 is __syncthreads): the
 // groups of 4 warps of the window forwards, the consumer warpgroups of the warp-specialised
 // sliding-window forward.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 42 run K: build s42k = s42h + the warpgroup query side taking D from the key side's
+# Session 42 run K (not kept: slower; tools/patches/window-bwd-q-wg-d-from-partials-SLOWER.patch): build s42k = s42h + the warpgroup query side taking D from the key side's
 # partials itself (no dsum kernel before it). window_bitwise against s42h (same arithmetic: must be
 # equal); the PDL / fold / key-range tests; the timeline at configs 3 and 1; the graph step
 # s42h / s42k at configs 3, 1 and 4 (N = 576, key ranges), 2 rounds.
