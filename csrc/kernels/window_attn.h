@@ -285,9 +285,6 @@ void window_attn_plan_bwd(Dtype dt, BwdParams& p);
 template <typename Element, int kHeadDim> int bwd_small_ctas_per_sm();
 template <typename Element, int kHeadDim> int bwd_q_ctas_per_sm(const FwdParams& p);
 
-// Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
-// (nW,N,N strided); either may be null. Output layout as described above, written densely as
-// [nWb][Hb][Npad][Npad] where nWb = mask ? nW : 1 and Hb = bias ? H : 1.
 // The float4 count of p's bm ([nWb][Hb][Npad][Npad]; nWb = nW with a mask else 1, Hb = H with a
 // bias else 1) where BwdParams::bm_build asks the backward to build it from p.bias and p.mask.
 #ifdef __CUDACC__
@@ -299,6 +296,9 @@ inline int64_t window_bm_build_quads(const BwdParams& p) {
 }
 // Builds BwdParams::bm_build on its own (the paths without the tiled preprocess).
 cudaError_t window_attn_build_bm_deferred(const BwdParams& p, cudaStream_t s);
+// Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
+// (nW,N,N strided); either may be null. Output layout as described above, written densely as
+// [nWb][Hb][Npad][Npad] where nWb = mask ? nW : 1 and Hb = bias ? H : 1.
 cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
                                  int64_t bias_s2, const float* mask, int64_t mask_s0,
                                  int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
