@@ -43,45 +43,53 @@ def call_for(spec):
     return fn
 
 
-def main():
-    label, specs = sys.argv[1], sys.argv[2:]
-    for spec in specs:
-        fn = call_for(spec)
+def print_timeline(fn, header: str) -> None:
+    """Profiles 20 calls of fn, each after an L2 flush (after 20 warm-up ones), and prints
+    `header`, the span from the flush's end to the last kernel's end (median), and each kernel's
+    start and duration (medians over the calls but the first two). session42/timeline_bwd.py uses
+    it too."""
+    for _ in range(20):
+        FLUSH.zero_()
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(20):
             FLUSH.zero_()
             fn()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(20):
-                FLUSH.zero_()
-                fn()
-            torch.cuda.synchronize()
-        kern = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                      key=lambda e: e.time_range.start)
-        calls, cur = [], None
-        for e in kern:
-            name = e.name
-            if "fill" in name.lower() and e.time_range.elapsed_us() > 30:   # the flush
-                cur = {"t0": e.time_range.end, "k": []}
-                calls.append(cur)
-            elif cur is not None:
-                cur["k"].append((name, e.time_range.start - cur["t0"], e.time_range.elapsed_us(), e.time_range.end - cur["t0"]))
-        starts, durs, span = defaultdict(list), defaultdict(list), []
-        order = []
-        for c in calls[2:]:
-            for i, (n, s, d_, _) in enumerate(c["k"]):
-                key = f"{i}:{n[:90]}"
-                if key not in order:
-                    order.append(key)
-                starts[key].append(s)
-                durs[key].append(d_)
-            if c["k"]:
-                span.append(max(x[3] for x in c["k"]))
+    kern = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                  key=lambda e: e.time_range.start)
+    calls, cur = [], None
+    for e in kern:
+        name = e.name
+        if "fill" in name.lower() and e.time_range.elapsed_us() > 30:   # the flush
+            cur = {"t0": e.time_range.end, "k": []}
+            calls.append(cur)
+        elif cur is not None:
+            cur["k"].append((name, e.time_range.start - cur["t0"], e.time_range.elapsed_us(), e.time_range.end - cur["t0"]))
+    starts, durs, span = defaultdict(list), defaultdict(list), []
+    order = []
+    for c in calls[2:]:
+        for i, (n, s, d_, _) in enumerate(c["k"]):
+            key = f"{i}:{n[:90]}"
+            if key not in order:
+                order.append(key)
+            starts[key].append(s)
+            durs[key].append(d_)
+        if c["k"]:
+            span.append(max(x[3] for x in c["k"]))
+    print(f"{header}: span flush end -> last kernel end, median {statistics.median(span):.1f} us "
+          f"(min {min(span):.1f}, max {max(span):.1f})", flush=True)
+    for key in order:
+        print(f"   start {statistics.median(starts[key]):7.1f}  dur {statistics.median(durs[key]):7.1f}  {key}", flush=True)
+
+
+def main():
+    label, specs = sys.argv[1], sys.argv[2:]
+    for spec in specs:
+        fn = call_for(spec)
         ev = "" if spec == "block" else f", op_forward_us {bw.op_forward_us(bw.CONFIGS[int(spec)], torch.bfloat16):.1f}"
-        print(f"== {label} spec {spec}{ev}: span flush end -> last kernel end, median {statistics.median(span):.1f} us "
-              f"(min {min(span):.1f}, max {max(span):.1f})", flush=True)
-        for key in order:
-            print(f"   start {statistics.median(starts[key]):7.1f}  dur {statistics.median(durs[key]):7.1f}  {key}", flush=True)
+        print_timeline(fn, f"== {label} spec {spec}{ev}")
 
 
 if __name__ == "__main__":
