@@ -39,6 +39,28 @@
 
 namespace fwa {
 
+// The query side's operations on two adjacent elements of a row (the sub-blocks' and the folded tail
+// rows'; those of the key-side kernel, bwd_kv_elementwise, so that both see the same P): from the
+// raw s = q·k and dP of the pair, with the key factors kf (V2: 1/||k_j||; unused in V1), the pair's
+// bias+mask bmv, the row's logit factor qf and its lse and D, returns dS = P (dP - D), where
+// P = exp2(fma(s kf, qf, bm) - lse log2 e) (fmaf(c, f, 0) is c f exactly), and adds the V2 dalpha
+// terms dS (s / ||k_j||) to da.
+template <bool kCos>
+FWA_DEVICE float2 bwd_q_ds_pair(float s0, float s1, float dp0, float dp1, float2 kf, float2 bmv, float qf, float lse,
+                                float dsum, float& da) {
+    float c0 = s0, c1 = s1;
+    if constexpr (kCos) {   // s / ||k_j||
+        c0 *= kf.x;
+        c1 *= kf.y;
+    }
+    const float x0 = fmaf(c0, qf, bmv.x), x1 = fmaf(c1, qf, bmv.y);
+    const float p0 = fast_exp2(fmaf(-lse, kLog2e, x0));
+    const float p1 = fast_exp2(fmaf(-lse, kLog2e, x1));
+    const float g0 = p0 * (dp0 - dsum), g1 = p1 * (dp1 - dsum);
+    if constexpr (kCos) da = fmaf(g0, c0, fmaf(g1, c1, da));
+    return make_float2(g0, g1);
+}
+
 template <int kKeys> struct BwdQWgLayout {
     static_assert(kKeys == 128 || kKeys == 256, "Npad of 128 or 256");
     static constexpr int kWgs = 2;                             // warpgroups per CTA
@@ -330,12 +352,10 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
         const uint32_t sK = sb0 + L::kKOff, sV = sb0 + L::kVOff;
         const float* tstat = reinterpret_cast<const float*>(stage(st) + L::kTStatOff);
         const float* kinv = reinterpret_cast<const float*>(stage(st) + L::kKinvOff);
-        // ldmatrix rows: A (q, dout) and the transposed B (k for dq): matrices (rows 0-7 | 8-15) x
-        // (chunk 0 | 1); B (k, v for S, dP): (keys 0-7, chunk 0 | 1), then keys 8-15
-        const int a_r = (lane & 7) + ((lane >> 3) & 1) * 8, a_j = lane >> 4;
-        const int b_r = (lane & 7) + ((lane >> 4) & 1) * 8, b_j = (lane >> 3) & 1;
-        const int n_blocks = (N + 15) / 16;   // 9 at N = 129..144: warps take 2, 2, 2, 3
-        const int blk0 = warp * n_blocks / 4, n_blk = (warp + 1) * n_blocks / 4 - blk0;
+        // the lanes' ldmatrix rows (A: q, dout, and k transposed for dq; B: k, v for S, dP) and
+        // this warp's 16-key blocks
+        const TailWarpLanes tl(warp, lane, N, 4);
+        const int a_r = tl.a_r, a_j = tl.a_j, b_r = tl.b_r, b_j = tl.b_j, blk0 = tl.blk0, n_blk = tl.n_blk;
         uint32_t qa[2][4], oa[2][4];
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {
@@ -382,24 +402,15 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     const int lr = g + 8 * r;
-                    float c0 = sc[h8][2 * r], c1 = sc[h8][2 * r + 1];
-                    if constexpr (kCos) {
-                        c0 *= kf.x;
-                        c1 *= kf.y;
-                    }
-                    const float2 bmv = *reinterpret_cast<const float2*>(sTBm + lr * L::kTailPitch + col);
-                    const float x0 = fmaf(c0, qa_t[r], bmv.x), x1 = fmaf(c1, qa_t[r], bmv.y);
-                    const float p0 = fast_exp2(fmaf(-lse_t[r], kLog2e, x0));
-                    const float p1 = fast_exp2(fmaf(-lse_t[r], kLog2e, x1));
-                    const float g0 = p0 * (dpt[h8][2 * r] - ds_t[r]);
-                    const float g1 = p1 * (dpt[h8][2 * r + 1] - ds_t[r]);
-                    if constexpr (kCos) da_t[r] = fmaf(g0, c0, fmaf(g1, c1, da_t[r]));
+                    const float2 gs = bwd_q_ds_pair<kCos>(sc[h8][2 * r], sc[h8][2 * r + 1], dpt[h8][2 * r], dpt[h8][2 * r + 1], kf,
+                                                          *reinterpret_cast<const float2*>(sTBm + lr * L::kTailPitch + col),
+                                                          qa_t[r], lse_t[r], ds_t[r], da_t[r]);
                     float2* db = reinterpret_cast<float2*>(sTDb + lr * L::kTailPitch + col);
                     float2 acc = *db;
-                    acc.x += g0;
-                    acc.y += g1;
+                    acc.x += gs.x;
+                    acc.y += gs.y;
                     *db = acc;
-                    pa[2 * h8 + r] = kCos ? Tr::pack(g0 * kf.x, g1 * kf.y) : Tr::pack(g0, g1);
+                    pa[2 * h8 + r] = kCos ? Tr::pack(gs.x * kf.x, gs.y * kf.y) : Tr::pack(gs.x, gs.y);
                 }
             }
             // dq part += dS k (k read transposed: keys along K)
@@ -519,24 +530,16 @@ __global__ void __launch_bounds__(BwdQWgLayout<kKeys>::kThreads, 1) window_attn_
                     const float* bm_row = sBm + lrow[r] * L::kBmPitch + key0 + 2 * t4;
 #pragma unroll
                     for (int nt = 0; nt < kNW; ++nt) {
-                        float c0 = s[nt][2 * r], c1 = s[nt][2 * r + 1];
-                        if constexpr (kCos) {   // s / ||k_j||
-                            c0 *= kf[nt].x;
-                            c1 *= kf[nt].y;
-                        }
-                        // the operations of the key-side kernel (fmaf(c, f, 0) is c * f exactly)
-                        const float2 bmv = *reinterpret_cast<const float2*>(bm_row + nt * 8);
-                        const float x0 = fmaf(c0, qa[r], bmv.x), x1 = fmaf(c1, qa[r], bmv.y);
-                        const float p0 = fast_exp2(fmaf(-lse_r[r], kLog2e, x0));
-                        const float p1 = fast_exp2(fmaf(-lse_r[r], kLog2e, x1));
-                        const float g0 = p0 * (dp[nt][2 * r] - dsum[r]);
-                        const float g1 = p1 * (dp[nt][2 * r + 1] - dsum[r]);
-                        if constexpr (kCos) da[r][nt & 1] = fmaf(g0, c0, fmaf(g1, c1, da[r][nt & 1]));
-                        dbias[sb][nt][2 * r] += g0;
-                        dbias[sb][nt][2 * r + 1] += g1;
+                        float2 kfn = make_float2(1.f, 1.f);
+                        if constexpr (kCos) kfn = kf[nt];
+                        const float2 gs = bwd_q_ds_pair<kCos>(s[nt][2 * r], s[nt][2 * r + 1], dp[nt][2 * r], dp[nt][2 * r + 1], kfn,
+                                                              *reinterpret_cast<const float2*>(bm_row + nt * 8), qa[r], lse_r[r],
+                                                              dsum[r], da[r][nt & 1]);
+                        dbias[sb][nt][2 * r] += gs.x;
+                        dbias[sb][nt][2 * r + 1] += gs.y;
                         // the dq product takes dS diag(1/||k||) (V2), dS (V1)
-                        dp[nt][2 * r] = kCos ? g0 * kf[nt].x : g0;
-                        dp[nt][2 * r + 1] = kCos ? g1 * kf[nt].y : g1;
+                        dp[nt][2 * r] = kCos ? gs.x * kfn.x : gs.x;
+                        dp[nt][2 * r + 1] = kCos ? gs.y * kfn.y : gs.y;
                     }
                 }
             };

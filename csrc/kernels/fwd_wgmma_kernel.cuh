@@ -288,22 +288,10 @@ template <typename Element> using Sw64RowCopier = SwRowCopier<Element, 32>;
 // P as packed from one more mma against a fragment of ones. The warps' (o, m_w, l_w) then meet in
 // shared memory: out = sum_w 2^(m_w - m) o_w / sum_w 2^(m_w - m) l_w, m = max_w m_w
 // (row_tail_combine_store).
-template <typename Element, int kMaxBlocks> struct RowTailWarp {
+template <typename Element, int kMaxBlocks> struct RowTailWarp : TailWarpLanes {
     using Tr = ElementTraits<Element>;
-    int g, t4;
-    // ldmatrix rows: A (q) and the transposed B (v): matrices (rows 0-7 | 8-15) x (chunk 0 | 1) in
-    // that order; B (k): (keys 0-7, chunk 0 | 1), then keys 8-15
-    int a_r, a_j, b_r, b_j;
-    // this warp's 16-key blocks: blk0 .. blk0 + n_blk - 1 of the ceil(N / 16) that hold keys (split
-    // by N, not by the last key block's width: with FWA_WINDOW_WGMMA_TAIL=0 the same sums, bitwise)
-    int blk0, n_blk;
-    FWA_DEVICE RowTailWarp(int warp, int lane, int N)
-        : g(lane >> 2), t4(lane & 3), a_r((lane & 7) + ((lane >> 3) & 1) * 8), a_j(lane >> 4),
-          b_r((lane & 7) + ((lane >> 4) & 1) * 8), b_j((lane >> 3) & 1) {
-        const int n_blocks = (N + 15) / 16;
-        blk0 = warp * n_blocks / kRowTailWarps;
-        n_blk = (warp + 1) * n_blocks / kRowTailWarps - blk0;
-    }
+    // (the lanes' ldmatrix geometry and the warp's key blocks: TailWarpLanes)
+    FWA_DEVICE RowTailWarp(int warp, int lane, int N) : TailWarpLanes(warp, lane, N, kRowTailWarps) {}
 
     // q's fragments (the tile sQ) and the row factors alpha log2(e), for V2 times the rows' inverse
     // norms (qinv, from the fragments' sums of squares)

@@ -143,4 +143,27 @@ FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool c
         row_stride, grow0, N, d, lane);
 }
 
+
+// A warp computing 16 rows (queries) against 16-key blocks of 64-byte-swizzled tiles on mma.sync
+// m16n8k16, with the window's keys split over kWarps such warps (the wgmma forward's row tail,
+// RowTailWarp; the backward query side's folded tail rows, bwd_q_wg_kernel.cuh): the lanes'
+// ldmatrix rows and chunks, and this warp's key blocks.
+struct TailWarpLanes {
+    int g, t4;
+    // ldmatrix rows: A (q, dout) and the transposed B (v of P v, k of dS k): matrices (rows 0-7 |
+    // 8-15) x (chunk 0 | 1) in that order; B (k, v as n): (keys 0-7, chunk 0 | 1), then keys 8-15
+    int a_r, a_j, b_r, b_j;
+    // this warp's 16-key blocks: blk0 .. blk0 + n_blk - 1 of the ceil(N / 16) that hold keys (split
+    // by N, not by the last key block's width: with FWA_WINDOW_WGMMA_TAIL=0 the same sums, bitwise;
+    // 9 at N = 129..144: 2, 2, 2, 3 over 4 warps)
+    int blk0, n_blk;
+    FWA_DEVICE TailWarpLanes(int warp, int lane, int N, int n_warps)
+        : g(lane >> 2), t4(lane & 3), a_r((lane & 7) + ((lane >> 3) & 1) * 8), a_j(lane >> 4),
+          b_r((lane & 7) + ((lane >> 4) & 1) * 8), b_j((lane >> 3) & 1) {
+        const int n_blocks = (N + 15) / 16;
+        blk0 = warp * n_blocks / n_warps;
+        n_blk = (warp + 1) * n_blocks / n_warps - blk0;
+    }
+};
+
 }  // namespace fwa

@@ -208,7 +208,7 @@ cudaError_t window_attn_fwd(Dtype dt, const FwdParams& p, cudaStream_t s) {
 void window_attn_plan_bwd(Dtype dt, BwdParams& p) {
     const bool small = window_attn_bwd_uses_small_path(p);
     p.n_key_ranges = window_bwd_q_key_ranges(p);
-    p.q_tail_fold = !small && window_bwd_q_fold_tail_on(p) ? kTileM * ((p.N - 1) / kTileM) : 0;
+    p.q_tail_fold = window_bwd_q_fold_tail_on(p) ? kTileM * ((p.N - 1) / kTileM) : 0;
     const int ctas = FWA_HEADDIM_SWITCH(p.d, [&] {
         if (dt == Dtype::kFloat16)
             return small ? bwd_small_ctas_per_sm<__half, kHeadDim>() : bwd_q_ctas_per_sm<__half, kHeadDim>(p);
