@@ -6,18 +6,12 @@
 # persistent tests (bitwise vs KV_PERSIST=0, float64) and the window suite's non-subprocess tests;
 # the fwd+bwd timeline at configs 3 and 1 (default and KV_PERSIST=0); the graph step s42h / s43a at
 # configs 3, V1 (1024, 4, 144), 1 and 4, 2 rounds.
+# (The build, bitwise and graph steps: benchmarks/results/device_steps.sh, factored out after the run.)
 export PYTHONPATH=$PWD
+source benchmarks/results/device_steps.sh
 t0=$(date +%s)
-MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a python setup.py build_ext --inplace > /tmp/build.txt 2>&1
-echo "build rc $? $(( $(date +%s) - t0 )) s" | tee $OUT/runA-build.txt
-grep -E " error|error:|C7511" /tmp/build.txt | head -20 | tee -a $OUT/runA-build.txt
-cp flash_window_attn/_C.abi3.so /tmp/new.so
-strip --strip-all -o /tmp/new_s.so /tmp/new.so && xz -T8 -3 -c /tmp/new_s.so > $OUT/s43a.so.xz
-python tools/device/unxz.py tools/device/s42h_so/_C.abi3.so.xz /tmp/base.so
-cp /tmp/base.so flash_window_attn/_C.abi3.so
-timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
-cp /tmp/new.so flash_window_attn/_C.abi3.so
-timeout 120 python tools/window_bitwise.py cmp /tmp/wref.pt 2>&1 | grep -v -i warn | tail -4 | tee $OUT/runA-bitwise.txt
+fwa_build s43a A
+fwa_bitwise_vs s42h A
 timeout 400 python -m pytest -q -m cuda tests/test_window_attention.py -k "kv_persistent" > $OUT/runA-test-persist.txt 2>&1; echo "rc $?" >> $OUT/runA-test-persist.txt
 tail -n 3 $OUT/runA-test-persist.txt
 timeout 300 python -m pytest -q -m cuda tests/test_window_attention.py -k "not subprocess" -x > $OUT/runA-window.txt 2>&1; echo "rc $?" >> $OUT/runA-window.txt
@@ -27,8 +21,5 @@ for dt in fp16 bf16; do
   python benchmarks/results/session42/timeline_bwd.py s43a $dt 3 1 2>&1 | grep -v -i warn
   FWA_WINDOW_KV_PERSIST=0 python benchmarks/results/session42/timeline_bwd.py s43a-nopersist $dt 3 1 2>&1 | grep -v -i warn
 done | tee $OUT/runA-timeline.txt
-for r in 1 2; do for b in base new; do
-  cp /tmp/$b.so flash_window_attn/_C.abi3.so
-  python benchmarks/results/session36/graph_ab.py $b 3 1024,4,144,32,16,12,v1 1 4 2>&1 | grep -v -i warn
-done; done | tee $OUT/runA-graph.txt
+fwa_graph_ab A 3 1024,4,144,32,16,12,v1 1 4
 echo "total $(( $(date +%s) - t0 )) s"

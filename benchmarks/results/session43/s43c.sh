@@ -5,12 +5,11 @@
 # default off in this build). Same operations: window_bitwise default vs PINGPONG=1 must be equal;
 # the window suite's non-subprocess tests and the folded-tail test with PINGPONG=1; the timeline at
 # configs 3 and 1 and the graph step off / on at configs 3, V1 (1024, 4, 144), 1 and 4, 2 rounds.
+# (The build, bitwise and graph steps: benchmarks/results/device_steps.sh, factored out after the run.)
 export PYTHONPATH=$PWD
+source benchmarks/results/device_steps.sh
 t0=$(date +%s)
-MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a python setup.py build_ext --inplace > /tmp/build.txt 2>&1
-echo "build rc $? $(( $(date +%s) - t0 )) s" | tee $OUT/runC-build.txt
-grep -E " error|error:|C7511" /tmp/build.txt | head -20 | tee -a $OUT/runC-build.txt
-strip --strip-all -o /tmp/new_s.so flash_window_attn/_C.abi3.so && xz -T8 -3 -c /tmp/new_s.so > $OUT/s43c.so.xz
+fwa_build s43c C
 timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
 FWA_WINDOW_BWD_Q_PINGPONG=1 timeout 120 python tools/window_bitwise.py cmp /tmp/wref.pt 2>&1 | grep -v -i warn | tail -4 | tee $OUT/runC-bitwise.txt
 FWA_WINDOW_BWD_Q_PINGPONG=1 timeout 200 python -m pytest -q -m cuda tests/test_window_attention.py -k "not subprocess" -x > $OUT/runC-window.txt 2>&1; echo "rc $?" >> $OUT/runC-window.txt

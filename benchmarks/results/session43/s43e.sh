@@ -5,12 +5,11 @@
 # (b, i, h) order. window_bitwise mode 0 vs 1, 2, 3 (must be equal); the window suite's
 # non-subprocess tests and the forced-tiled small-window test in modes 2 and 3; the fwd+bwd
 # timeline (bf16, configs 3 and 1) in each mode with dout contiguous and (B, N, H, d).
+# (The build, bitwise and graph steps: benchmarks/results/device_steps.sh, factored out after the run.)
 export PYTHONPATH=$PWD
+source benchmarks/results/device_steps.sh
 t0=$(date +%s)
-MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a python setup.py build_ext --inplace > /tmp/build.txt 2>&1
-echo "build rc $? $(( $(date +%s) - t0 )) s" | tee $OUT/runE-build.txt
-grep -E " error|error:|C7511" /tmp/build.txt | head -20 | tee -a $OUT/runE-build.txt
-strip --strip-all -o /tmp/new_s.so flash_window_attn/_C.abi3.so && xz -T8 -3 -c /tmp/new_s.so > $OUT/s43e.so.xz
+fwa_build s43e E
 timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
 for m in 1 2 3; do
   echo "mode $m: $(FWA_PRE_MODE=$m timeout 120 python tools/window_bitwise.py cmp /tmp/wref.pt 2>&1 | grep -v -i warn | tail -1)"

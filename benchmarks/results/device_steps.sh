@@ -1,0 +1,36 @@
+# Steps the device scripts share (benchmarks/results/session*/s*.sh; source this file from the
+# repository root, with $OUT set by the device tool and t0 the script's start, $(date +%s)).
+
+# fwa_build TAG RUN: builds the extension in place for sm_90a, logs the result and any error or
+# C7511 (wgmma serialised) line to $OUT/runRUN-build.txt, keeps the .so as /tmp/new.so and
+# its stripped, xz-compressed copy as $OUT/TAG.so.xz (restore it with tools/device/unxz.py).
+fwa_build() {
+    local tag=$1 run=$2
+    MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a python setup.py build_ext --inplace > /tmp/build.txt 2>&1
+    echo "build rc $? $(( $(date +%s) - t0 )) s" | tee "$OUT/run$run-build.txt"
+    grep -E " error|error:|C7511" /tmp/build.txt | head -20 | tee -a "$OUT/run$run-build.txt"
+    cp flash_window_attn/_C.abi3.so /tmp/new.so
+    strip --strip-all -o /tmp/new_s.so /tmp/new.so && xz -T8 -3 -c /tmp/new_s.so > "$OUT/$tag.so.xz"
+}
+
+# fwa_bitwise_vs BASE RUN: tools/window_bitwise.py with the saved build tools/device/BASE_so (kept
+# as /tmp/base.so) against /tmp/new.so, which stays installed; the verdict in $OUT/runRUN-bitwise.txt.
+fwa_bitwise_vs() {
+    local base=$1 run=$2
+    python tools/device/unxz.py "tools/device/${base}_so/_C.abi3.so.xz" /tmp/base.so
+    cp /tmp/base.so flash_window_attn/_C.abi3.so
+    timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
+    cp /tmp/new.so flash_window_attn/_C.abi3.so
+    timeout 120 python tools/window_bitwise.py cmp /tmp/wref.pt 2>&1 | grep -v -i warn | tail -4 | tee "$OUT/run$run-bitwise.txt"
+}
+
+# fwa_graph_ab RUN SPEC...: the fwd+bwd step in a CUDA graph (session36/graph_ab.py) with
+# /tmp/base.so and /tmp/new.so in turn, 2 rounds, into $OUT/runRUN-graph.txt.
+fwa_graph_ab() {
+    local run=$1 b r
+    shift
+    for r in 1 2; do for b in base new; do
+        cp /tmp/$b.so flash_window_attn/_C.abi3.so
+        python benchmarks/results/session36/graph_ab.py $b "$@" 2>&1 | grep -v -i warn
+    done; done | tee "$OUT/run$run-graph.txt"
+}
