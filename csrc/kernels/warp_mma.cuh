@@ -143,9 +143,8 @@ FWA_DEVICE void warp_store_grad_rows(const float (&acc)[kHeadDim / 8][4], bool c
         row_stride, grow0, N, d, lane);
 }
 
-
 // A warp computing 16 rows (queries) against 16-key blocks of 64-byte-swizzled tiles on mma.sync
-// m16n8k16, with the window's keys split over kWarps such warps (the wgmma forward's row tail,
+// m16n8k16, with the window's keys split over n_warps such warps (the wgmma forward's row tail,
 // RowTailWarp; the backward query side's folded tail rows, bwd_q_wg_kernel.cuh): the lanes'
 // ldmatrix rows and chunks, and this warp's key blocks.
 struct TailWarpLanes {
