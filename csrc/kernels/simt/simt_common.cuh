@@ -109,6 +109,77 @@ __device__ __forceinline__ void normalize_backward_warp_row(float (&g)[kMaxColsP
   }
 }
 
+// The kKeyTile-key tiles of one (N, d) slice g (row stride sn; n = N as an int) in shared memory kv
+// (leading dimension ldkv), F.normalize'd where `normalize` (V2's keys), one after the other: for
+// each tile, per_tile(j0) once every thread can read it (rows j0 .. j0 + kKeyTile - 1; past N
+// zero), then a barrier before the next tile's copy. The forward's and the backward row kernel's
+// loops over keys.
+template <typename PerTile>
+__device__ __forceinline__ void for_each_key_tile(float* kv, int ldkv, const float* g, int64_t sn, int n, int64_t N,
+                                                  int d, bool normalize, PerTile&& per_tile) {
+  for (int j0 = 0; j0 < n; j0 += kKeyTile) {
+    load_rows(kv, ldkv, g, sn, j0, kKeyTile, N, d);
+    __syncthreads();
+    if (normalize) {
+      normalize_rows(kv, ldkv, kKeyTile, d, nullptr);
+      __syncthreads();
+    }
+    per_tile(j0);
+    __syncthreads();
+  }
+}
+
+// The logits of one key tile (for_each_key_tile's kv, keys j0 ..): for the CTA's rows
+// r = warp + kWarps m (query i = r0 + r; sq: their q rows, leading dimension d) and the lane's key
+// j = j0 + lane, x = <q_i, k_j> and s = finish_logit(x) where both exist (0 and 0 otherwise),
+// handed to store(r, j, x, s).
+template <int kRowsPerWarp, typename Store>
+__device__ __forceinline__ void tile_logits(const float* sq, const float* kv, int ldkv, int j0, int64_t r0, int n,
+                                            float mult, const SimtInputs& in, int64_t h, int64_t w, int d, Store&& store) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int j = j0 + lane;
+#pragma unroll
+  for (int m = 0; m < kRowsPerWarp; ++m) {
+    const int r = warp + kWarps * m;
+    const int64_t i = r0 + r;
+    float x = 0.f, sv = 0.f;
+    if (i < in.N && j < n) {
+      x = dot_blocked(sq + r * d, kv + lane * ldkv, d);
+      sv = finish_logit(x, mult, in, h, w, i, j);
+    }
+    store(r, j, x, sv);
+  }
+}
+
+// acc (the warp's rows warp + kWarps m, columns lane + 32 cc) = coef g over the key tiles of g
+// (for_each_key_tile): coef is the CTA's rows x keys in shared memory (leading dimension coef_ld),
+// e.g. out = P v (forward) and dq' = dS k (backward, k normalised for V2).
+template <int kRowsPerWarp>
+__device__ __forceinline__ void rows_times_key_tiles(float (&acc)[kRowsPerWarp][kMaxColsPerLane], const float* coef,
+                                                     int coef_ld, float* kv, int ldkv, const float* g, int64_t sn, int n,
+                                                     int64_t N, int d, bool normalize) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int m = 0; m < kRowsPerWarp; ++m)
+#pragma unroll
+    for (int cc = 0; cc < kMaxColsPerLane; ++cc) acc[m][cc] = 0.f;
+  for_each_key_tile(kv, ldkv, g, sn, n, N, d, normalize, [&](int j0) {
+    const int jn = min(kKeyTile, n - j0);
+    for (int jj = 0; jj < jn; ++jj) {
+      const float* row = kv + jj * ldkv;
+#pragma unroll
+      for (int m = 0; m < kRowsPerWarp; ++m) {
+        const float cf = coef[(warp + kWarps * m) * coef_ld + j0 + jj];
+#pragma unroll
+        for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
+          const int c = lane + 32 * cc;
+          if (c < d) acc[m][cc] = fmaf(cf, row[c], acc[m][cc]);
+        }
+      }
+    }
+  });
+}
+
 // Grid size for grid-stride loops over `tiles` independent tiles.
 inline unsigned int grid_for(int64_t tiles) {
   constexpr int64_t kMaxBlocks = int64_t(1) << 20;

@@ -99,28 +99,12 @@ __global__ void __launch_bounds__(kThreads) simt_bwd_rows_kernel(const SimtBwdPa
       }
 
       // S (into P) and <q^, k^> (into X). Thread: key lane, rows warp + 4m.
-      for (int j0 = 0; j0 < N; j0 += kKeyTile) {
-        load_rows(sm.kv, sm.ldkv, kg, in.k_sn, j0, kKeyTile, in.N, d);
-        __syncthreads();
-        if (cosine) {
-          normalize_rows(sm.kv, sm.ldkv, kKeyTile, d, nullptr);
-          __syncthreads();
-        }
-        const int j = j0 + lane;
-#pragma unroll
-        for (int m = 0; m < kRowsPerWarp; ++m) {
-          const int r = warp + kWarps * m;
-          const int64_t i = r0 + r;
-          float x = 0.f, sv = 0.f;
-          if (i < in.N && j < N) {
-            x = dot_blocked(sm.q + r * d, sm.kv + lane * sm.ldkv, d);
-            sv = finish_logit(x, mult, in, h, w, i, j);
-          }
+      for_each_key_tile(sm.kv, sm.ldkv, kg, in.k_sn, N, in.N, d, cosine, [&](int j0) {
+        tile_logits<kRowsPerWarp>(sm.q, sm.kv, sm.ldkv, j0, r0, N, mult, in, h, w, d, [&](int r, int j, float x, float sv) {
           sm.P[r * sm.Npad + j] = sv;
           if (cosine) sm.X[r * sm.Npad + j] = x;
-        }
-        __syncthreads();
-      }
+        });
+      });
 
       // P = exp(S - m) / l, one warp per row; m and l go to the workspace for the column kernel.
       for (int r = warp; r < kBwdRows; r += kWarps) {
@@ -194,32 +178,7 @@ __global__ void __launch_bounds__(kThreads) simt_bwd_rows_kernel(const SimtBwdPa
 
       // dq = mult * dS K (then the normalize backward for V2). Thread: rows warp + 4m, columns lane + 32cc.
       float acc[kRowsPerWarp][kMaxColsPerLane];
-#pragma unroll
-      for (int m = 0; m < kRowsPerWarp; ++m)
-#pragma unroll
-        for (int cc = 0; cc < kMaxColsPerLane; ++cc) acc[m][cc] = 0.f;
-      for (int j0 = 0; j0 < N; j0 += kKeyTile) {
-        load_rows(sm.kv, sm.ldkv, kg, in.k_sn, j0, kKeyTile, in.N, d);
-        __syncthreads();
-        if (cosine) {
-          normalize_rows(sm.kv, sm.ldkv, kKeyTile, d, nullptr);
-          __syncthreads();
-        }
-        const int jn = min(kKeyTile, N - j0);
-        for (int jj = 0; jj < jn; ++jj) {
-          const float* krow = sm.kv + jj * sm.ldkv;
-#pragma unroll
-          for (int m = 0; m < kRowsPerWarp; ++m) {
-            const float ds = sm.dS[(warp + kWarps * m) * sm.Npad + j0 + jj];
-#pragma unroll
-            for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
-              const int c = lane + 32 * cc;
-              if (c < d) acc[m][cc] = fmaf(ds, krow[c], acc[m][cc]);
-            }
-          }
-        }
-        __syncthreads();
-      }
+      rows_times_key_tiles(acc, sm.dS, sm.Npad, sm.kv, sm.ldkv, kg, in.k_sn, N, in.N, d, cosine);
 #pragma unroll
       for (int m = 0; m < kRowsPerWarp; ++m) {
         const int r = warp + kWarps * m;

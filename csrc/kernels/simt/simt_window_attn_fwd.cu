@@ -70,26 +70,10 @@ __global__ void __launch_bounds__(kThreads) simt_fwd_kernel(const SimtFwdParams 
     }
 
     // S = mult * Q K^T + bias + mask, one 32-key tile at a time. Thread: key lane, rows warp + 4m.
-    for (int j0 = 0; j0 < N; j0 += kKeyTile) {
-      load_rows(sm.kv, sm.ldkv, kg, in.k_sn, j0, kKeyTile, in.N, d);
-      __syncthreads();
-      if (cosine) {
-        normalize_rows(sm.kv, sm.ldkv, kKeyTile, d, nullptr);
-        __syncthreads();
-      }
-      const int j = j0 + lane;
-#pragma unroll
-      for (int m = 0; m < kRowsPerWarp; ++m) {
-        const int r = warp + kWarps * m;
-        const int64_t i = r0 + r;
-        float sv = 0.f;
-        if (i < in.N && j < N) {
-          sv = finish_logit(dot_blocked(sm.q + r * d, sm.kv + lane * sm.ldkv, d), mult, in, h, w, i, j);
-        }
-        sm.s[r * sm.Npad + j] = sv;
-      }
-      __syncthreads();
-    }
+    for_each_key_tile(sm.kv, sm.ldkv, kg, in.k_sn, N, in.N, d, cosine, [&](int j0) {
+      tile_logits<kRowsPerWarp>(sm.q, sm.kv, sm.ldkv, j0, r0, N, mult, in, h, w, d,
+                                [&](int r, int j, float, float sv) { sm.s[r * sm.Npad + j] = sv; });
+    });
 
     // Row softmax statistics: one warp per row.
     for (int r = warp; r < kFwdRows; r += kWarps) {
@@ -123,28 +107,7 @@ __global__ void __launch_bounds__(kThreads) simt_fwd_kernel(const SimtFwdParams 
 
     // out = P V / l. Thread: rows warp + 4m, columns lane + 32cc.
     float acc[kRowsPerWarp][kMaxColsPerLane];
-#pragma unroll
-    for (int m = 0; m < kRowsPerWarp; ++m)
-#pragma unroll
-      for (int cc = 0; cc < kMaxColsPerLane; ++cc) acc[m][cc] = 0.f;
-    for (int j0 = 0; j0 < N; j0 += kKeyTile) {
-      load_rows(sm.kv, sm.ldkv, vg, in.v_sn, j0, kKeyTile, in.N, d);
-      __syncthreads();
-      const int jn = min(kKeyTile, N - j0);
-      for (int jj = 0; jj < jn; ++jj) {
-        const float* vrow = sm.kv + jj * sm.ldkv;
-#pragma unroll
-        for (int m = 0; m < kRowsPerWarp; ++m) {
-          const float pv = sm.s[(warp + kWarps * m) * sm.Npad + j0 + jj];
-#pragma unroll
-          for (int cc = 0; cc < kMaxColsPerLane; ++cc) {
-            const int c = lane + 32 * cc;
-            if (c < d) acc[m][cc] = fmaf(pv, vrow[c], acc[m][cc]);
-          }
-        }
-      }
-      __syncthreads();
-    }
+    rows_times_key_tiles(acc, sm.s, sm.Npad, sm.kv, sm.ldkv, vg, in.v_sn, N, in.N, d, false);
 #pragma unroll
     for (int m = 0; m < kRowsPerWarp; ++m) {
       const int r = warp + kWarps * m;
