@@ -367,15 +367,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
         }
         group_sync(c);
-#pragma unroll
-        for (int i = 0; i < kTileM * kDT / kNumThreads; ++i) {
-            const int ci = wtid + i * kNumThreads;
-            const int lrow = ci / kDT, j = ci % kDT;
-            const int row = row0 + lrow;
-            if (row < L && j * 8 < d)
-                *reinterpret_cast<uint4*>(out + int64_t(row) * p.out.row_stride + j * 8) =
-                    *reinterpret_cast<const uint4*>(tile + (j / 8) * (kTileM * 128) + lrow * 128 + (((j % 8) ^ (lrow & 7)) << 4));
-        }
+        ws_store_rows<Element, kHeadDim>(tile, out, p.out.row_stride, row0, L, d, wtid);
         fence_proxy_async_smem();   // this thread's tile accesses, before the copy engine refills it
         mbar_arrive(bar_qempty + 8 * qb);
     }
