@@ -289,32 +289,41 @@ void local_bwd_kernel(const at::Tensor& dout, const at::Tensor& q, const at::Ten
         staged = j0;
       };
 
-      // Sweep A: m_i, l_i and sum_j exp(s_ij - m_i) dP_ij, online across tiles.
-      for (int64_t j0 = k_first; j0 < k_end; j0 += kKeyTile) {
-        const int64_t j1 = std::min(k_end, j0 + kKeyTile), nk = j1 - j0;
-        stage_keys(j0, nk);
-        for (int64_t r = 0; r < nr; ++r) {
-          const int64_t i = i0 + r;
-          const int64_t a = std::max(band.key_lo(i), j0) - j0, e = std::min(band.key_hi(i) + 1, j1) - j0;
-          if (a >= e) continue;
-          acc_t* sr = srow.data();
-          acc_t* dp = dprow.data();
-          dot_columns(qbuf.data() + r * d, kt.data(), nk, a, e, d, sr);
-          dot_columns(dobuf.data() + r * d, vt.data(), nk, a, e, d, dp);
-          for (int64_t j = a; j < e; ++j) sr[j] *= sc;
-          const acc_t m_new = running_max(m[r], sr, a, e);
-          const double corr = double(rescale_factor(m[r], m_new));
-          double tile_l = 0, tile_D = 0;
-          for (int64_t j = a; j < e; ++j) {
-            const acc_t p = std::exp(sr[j] - m_new);
-            tile_l += p;
-            tile_D += double(p * dp[j]);
+      // Both sweeps: per key tile of the band (staged), per row r of the block with keys in it, the
+      // tile's columns [a, e) of that row, with s = q k^T (unscaled) in srow and dP = dout v^T in
+      // dprow over them, handed to visit(r, a, e, s, dP).
+      const auto sweep = [&](auto&& visit) {
+        for (int64_t j0 = k_first; j0 < k_end; j0 += kKeyTile) {
+          const int64_t j1 = std::min(k_end, j0 + kKeyTile), nk = j1 - j0;
+          stage_keys(j0, nk);
+          for (int64_t r = 0; r < nr; ++r) {
+            const int64_t i = i0 + r;
+            const int64_t a = std::max(band.key_lo(i), j0) - j0, e = std::min(band.key_hi(i) + 1, j1) - j0;
+            if (a >= e) continue;
+            acc_t* sr = srow.data();
+            acc_t* dp = dprow.data();
+            dot_columns(qbuf.data() + r * d, kt.data(), nk, a, e, d, sr);
+            dot_columns(dobuf.data() + r * d, vt.data(), nk, a, e, d, dp);
+            visit(r, a, e, sr, dp);
           }
-          l[r] = l[r] * corr + tile_l;
-          Dsum[r] = Dsum[r] * corr + tile_D;
-          m[r] = m_new;
         }
-      }
+      };
+
+      // Sweep A: m_i, l_i and sum_j exp(s_ij - m_i) dP_ij, online across tiles.
+      sweep([&](int64_t r, int64_t a, int64_t e, acc_t* sr, acc_t* dp) {
+        for (int64_t j = a; j < e; ++j) sr[j] *= sc;
+        const acc_t m_new = running_max(m[r], sr, a, e);
+        const double corr = double(rescale_factor(m[r], m_new));
+        double tile_l = 0, tile_D = 0;
+        for (int64_t j = a; j < e; ++j) {
+          const acc_t p = std::exp(sr[j] - m_new);
+          tile_l += p;
+          tile_D += double(p * dp[j]);
+        }
+        l[r] = l[r] * corr + tile_l;
+        Dsum[r] = Dsum[r] * corr + tile_D;
+        m[r] = m_new;
+      });
       const int64_t stat0 = (b * H + h) * L + i0;
       for (int64_t r = 0; r < nr; ++r) {
         row_max[stat0 + r] = m[r];
@@ -323,25 +332,14 @@ void local_bwd_kernel(const at::Tensor& dout, const at::Tensor& q, const at::Ten
       }
 
       // Sweep B: dS and dq_i = scale * sum_j dS_ij k_j.
-      for (int64_t j0 = k_first; j0 < k_end; j0 += kKeyTile) {
-        const int64_t j1 = std::min(k_end, j0 + kKeyTile), nk = j1 - j0;
-        stage_keys(j0, nk);
-        for (int64_t r = 0; r < nr; ++r) {
-          const int64_t i = i0 + r;
-          const int64_t a = std::max(band.key_lo(i), j0) - j0, e = std::min(band.key_hi(i) + 1, j1) - j0;
-          if (a >= e) continue;
-          acc_t* sr = srow.data();
-          acc_t* dp = dprow.data();
-          dot_columns(qbuf.data() + r * d, kt.data(), nk, a, e, d, sr);
-          dot_columns(dobuf.data() + r * d, vt.data(), nk, a, e, d, dp);
-          const acc_t mi = row_max[stat0 + r], inv = row_inv_sum[stat0 + r], Di = row_D[stat0 + r];
-          for (int64_t j = a; j < e; ++j) {
-            const acc_t p = std::exp(sr[j] * sc - mi) * inv;
-            dp[j] = p * (dp[j] - Di);  // dS
-          }
-          add_weighted_rows(dqacc.data() + r * d, dp, kbuf.data(), a, e, d);
+      sweep([&](int64_t r, int64_t a, int64_t e, acc_t* sr, acc_t* dp) {
+        const acc_t mi = row_max[stat0 + r], inv = row_inv_sum[stat0 + r], Di = row_D[stat0 + r];
+        for (int64_t j = a; j < e; ++j) {
+          const acc_t p = std::exp(sr[j] * sc - mi) * inv;
+          dp[j] = p * (dp[j] - Di);  // dS
         }
-      }
+        add_weighted_rows(dqacc.data() + r * d, dp, kbuf.data(), a, e, d);
+      });
       for (int64_t r = 0; r < nr; ++r) {
         const acc_t* g = dqacc.data() + r * d;
         scalar_t* o = dqr.row(b, h, i0 + r);
