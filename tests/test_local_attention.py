@@ -588,6 +588,27 @@ def test_autograd_node_is_cpp():
         assert "LocalAttnFunction" in out.grad_fn.name(), out.grad_fn.name()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_inference_calls_skip_the_node(device):
+    """With nothing to differentiate (no_grad, or no input requiring grad) the autograd kernel calls
+    the op directly: the same output bits as a differentiable call, no grad_fn."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA GPU not available")
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    gen = torch.Generator().manual_seed(14)
+    q, k, v = (torch.randn(2, h, 70, 32, generator=gen).to(device=device, dtype=dtype) for h in (4, 2, 2))
+    for fn in (lambda *t: sliding_window_attention(*t, window=(9, 3)),
+               lambda *t: block_sliding_window_attention(*t, 16, 2)):
+        with torch.no_grad():
+            y0 = fn(q, k, v)
+        y1 = fn(q, k, v)
+        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+        y2 = fn(*leaves)
+        assert y0.grad_fn is None and y1.grad_fn is None and not y1.requires_grad
+        assert "LocalAttnFunction" in y2.grad_fn.name()
+        assert torch.equal(y0, y2) and torch.equal(y1, y2)
+
+
 def test_gradcheck_float64():
     gen = torch.Generator().manual_seed(12)
     q = torch.randn(1, 2, 9, 8, generator=gen, dtype=torch.float64, requires_grad=True)

@@ -90,6 +90,43 @@ def test_equals_window_attention_on_views(device, case, row_pad):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_inference_calls_and_offset_views(device, version):
+    """Calls with nothing to differentiate (under no_grad, or no input requiring grad) skip the
+    autograd node: the same output bits as a differentiable call, no grad_fn. And a qkv view that
+    starts inside its storage (nonzero storage offset, strided rows) reads the right thirds: its
+    output and gradients equal window_attention on the q, k, v views, bitwise."""
+    B_, H, N, d, nW = 6, 3, 100, 32, 3
+    for dtype in DTYPES[device]:
+        _skip_unsupported(device, dtype)
+        qkv, bias, mask, kw, dout = _inputs(B_, H, N, d, version, True, nW, dtype, device, seed=5)
+        g = torch.Generator().manual_seed(6)
+        base = torch.randn(B_, N, 3 * H * d + 24, generator=g).to(device=device, dtype=dtype)
+        off = base[..., 16:16 + 3 * H * d]
+        assert off.storage_offset() == 16
+        with torch.no_grad():
+            y_nograd = window_attention_qkvpacked(off, H, bias, mask, **kw)
+            y_views_nograd = window_attention(*_views(off, H), bias, mask, **kw)
+        assert y_nograd.grad_fn is None and not y_nograd.requires_grad
+        # grad mode on, nothing requires grad: no node either
+        kw_detached = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in kw.items()}
+        y_plain = window_attention_qkvpacked(off, H, bias.detach(), mask, **kw_detached)
+        assert y_plain.grad_fn is None and not y_plain.requires_grad
+        # the differentiable call on the same view
+        leaf = off.detach().requires_grad_(True)
+        y = window_attention_qkvpacked(leaf, H, bias, mask, **kw)
+        assert y.grad_fn is not None
+        assert torch.equal(y, y_nograd) and torch.equal(y, y_plain) and torch.equal(y, y_views_nograd)
+        grads = _grads(y, dout, [leaf, bias, kw.get("logit_scale")])
+        leaf2 = off.detach().requires_grad_(True)
+        ref = window_attention(*_views(leaf2, H), bias, mask, **kw)
+        ref_grads = _grads(ref, dout, [leaf2, bias, kw.get("logit_scale")])
+        assert torch.equal(y, ref)
+        for i, (a, b) in enumerate(zip(grads, ref_grads)):
+            assert torch.equal(a, b), f"{dtype}: gradient {i} differs"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_matches_float64_reference(device):
     """A direct check against the plain-PyTorch formula too (not only against the unpacked op)."""
     _skip_unsupported(device, None)

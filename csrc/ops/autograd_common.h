@@ -15,6 +15,19 @@ inline at::Tensor unit_last_stride(const at::Tensor& dout) {
   return at::empty_like(dout, at::MemoryFormat::Contiguous).copy_(dout);
 }
 
+// Whether a forward op's autograd kernel must record a node: grad mode on and an input that requires
+// grad. Otherwise the kernels call their op below autograd directly: torch::autograd::Function::apply
+// would only build a node, its saved variables and its output bookkeeping to drop them (host time of
+// every inference call).
+inline bool any_requires_grad(std::initializer_list<const at::Tensor*> inputs) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : inputs)
+    if (t != nullptr && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+inline const at::Tensor* opt_ptr(const std::optional<at::Tensor>& t) { return t.has_value() ? &*t : nullptr; }
+
 // The typed dispatcher handle of op `name` ("flash_window_attn::..."); callers keep it in a
 // function-local static (one lookup per process).
 template <typename Sig>

@@ -67,6 +67,10 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
 
 std::tuple<at::Tensor, at::Tensor> local_fwd_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                       int64_t left, int64_t right, int64_t block, double scale) {
+  if (!any_requires_grad({&q, &k, &v})) {   // no node to record
+    at::AutoDispatchBelowADInplaceOrView below;
+    return local_fwd_op().call(q, k, v, left, right, block, scale);
+  }
   variable_list r = LocalAttnFunction::apply(q, k, v, left, right, block, scale);
   return {r[0], r[1]};
 }

@@ -27,6 +27,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "ops/autograd_common.h"
 #include "ops/swin_cpb_common.h"
 
 namespace flash_window_attn {
@@ -191,6 +192,10 @@ class CpbBiasFunction : public torch::autograd::Function<CpbBiasFunction> {
 
 at::Tensor cpb_bias_autograd(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
                              const at::Tensor& w2, const at::Tensor& index) {
+  if (!any_requires_grad({&coords, &w1, opt_ptr(b1), &w2})) {   // no node to record (inference)
+    at::AutoDispatchBelowADInplaceOrView below;
+    return std::get<0>(fwd_op().call(coords, w1, b1, w2, index));
+  }
   return CpbBiasFunction::apply(coords, w1, b1, w2, index)[0];
 }
 

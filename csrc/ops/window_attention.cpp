@@ -208,7 +208,9 @@ at::Tensor logit_scale_as_h(const at::Tensor& logit_scale, int64_t H) {
 }
 
 at::Tensor make_out(const at::Tensor& q) {
-  return at::empty({q.size(0), q.size(2), q.size(1), q.size(3)}, q.options()).transpose(1, 2);
+  // (one call for empty (B_, N, H, d) then transpose(1, 2))
+  const int64_t H = q.size(1), N = q.size(2), d = q.size(3);
+  return at::empty_strided({q.size(0), H, N, d}, {N * H * d, d, H * d, 1}, q.options());
 }
 
 at::Tensor make_lse(const at::Tensor& q) {

@@ -72,8 +72,11 @@ bool ask_inv_norms(const at::Tensor& x, int64_t n_dim, const std::optional<at::T
 
 // The forward op's qk_inv_norm as its caller asked for it: the saved one, or the empty tensor
 // where the caller did not ask (the result's shape follows the op's own arguments).
-at::Tensor caller_norms(const at::Tensor& norms, bool asked) {
-  return asked ? norms : at::empty({0}, norms.options());
+// Where the op was not asked for them either (want false), its own result is that empty tensor: one
+// allocation less. (Decided from the flags, not from norms' size: under torch.compile with dynamic
+// shapes the sizes are symbolic.)
+at::Tensor caller_norms(const at::Tensor& norms, bool asked, bool want) {
+  return asked || !want ? norms : at::empty({0}, norms.options());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,7 +139,7 @@ class WindowAttnFunction : public torch::autograd::Function<WindowAttnFunction> 
     ctx->save_for_backward({q, k, v, out, lse, bias.value_or(at::Tensor()), mask.value_or(at::Tensor()),
                             logit_scale.value_or(at::Tensor()), qk_inv_norm});
     ctx->saved_data["scale"] = scale;
-    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms, want_inv_norms);
     ctx->mark_non_differentiable({lse, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, qk_inv_norm; undefined dout: see backward
     return {out, lse, norms_out};
@@ -165,7 +168,7 @@ class DropoutWindowAttnFunction : public torch::autograd::Function<DropoutWindow
                             logit_scale.value_or(at::Tensor()), rng_state, qk_inv_norm});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms, want_inv_norms);
     ctx->mark_non_differentiable({lse, rng_state, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
     return {out, lse, rng_state, norms_out};
@@ -187,6 +190,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Ten
                                                        const std::optional<at::Tensor>& mask,
                                                        const std::optional<at::Tensor>& logit_scale, double scale,
                                                        bool return_inv_norms) {
+  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)})) {   // no node to record
+    at::AutoDispatchBelowADInplaceOrView below;
+    return fwd_op().call(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
+  }
   const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
   variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, return_inv_norms, want);
   return {r[0], r[1], r[2]};
@@ -196,6 +203,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_au
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
+  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
+  }
   const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
   variable_list r =
       DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
@@ -219,7 +230,7 @@ class QkvPackedFunction : public torch::autograd::Function<QkvPackedFunction> {
     ctx->saved_data["num_heads"] = num_heads;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
-    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms);
+    at::Tensor norms_out = caller_norms(qk_inv_norm, return_inv_norms, want_inv_norms);
     ctx->mark_non_differentiable({lse, rng_state, norms_out});
     ctx->set_materialize_grads(false);   // no zero-filled gradients for lse, rng_state, qk_inv_norm
     return {out, lse, rng_state, norms_out};
@@ -249,6 +260,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autogra
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
   check_mask_no_grad(mask, "window_attention_qkvpacked");
+  if (!any_requires_grad({&qkv, opt_ptr(bias), opt_ptr(logit_scale)})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
+  }
   const bool want = return_inv_norms || ask_inv_norms(qkv, 1, logit_scale, {qkv, bias, logit_scale});
   variable_list r =
       QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);

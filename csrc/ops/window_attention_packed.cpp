@@ -16,6 +16,8 @@
 // elements per layer, and several extra ops on the host.
 #include <torch/library.h>
 
+#include <array>
+
 #include "ops/window_attention_common.h"
 
 namespace flash_window_attn {
@@ -33,8 +35,13 @@ QkvViews unpack_qkv(const at::Tensor& qkv, int64_t num_heads, const char* op) {
                     "but it is not divisible by 3 * num_heads = ", 3 * num_heads, " (qkv shape ", qkv.sizes(), ")");
   TORCH_CHECK_VALUE(qkv.stride(2) == 1 || c3 <= 1, op, "qkv must have a unit stride in its last dimension "
                     "(stride(-1) == 1), but has stride(-1) = ", qkv.stride(2), " (strides ", qkv.strides(), ")");
-  const at::Tensor v5 = qkv.unflatten(2, {3, num_heads, c3 / (3 * num_heads)}).permute({2, 0, 3, 1, 4});
-  return {v5.select(0, 0), v5.select(0, 1), v5.select(0, 2)};
+  // qkv.unflatten(2, (3, H, d)).permute(2, 0, 3, 1, 4)[i] for i = 0, 1, 2, as one as_strided each
+  // (the unflatten / permute / select chain was ~10 dispatcher calls per use, twice per backward)
+  const int64_t d = c3 / (3 * num_heads), s2 = qkv.stride(2);
+  const std::array<int64_t, 4> sizes{qkv.size(0), num_heads, qkv.size(1), d};
+  const std::array<int64_t, 4> strides{qkv.stride(0), d * s2, qkv.stride(1), s2};
+  auto third = [&](int64_t i) { return qkv.as_strided(sizes, strides, qkv.storage_offset() + i * num_heads * d * s2); };
+  return {third(0), third(1), third(2)};
 }
 
 at::Tensor make_dqkv(const at::Tensor& qkv, int64_t num_heads, QkvGrads* grads) {
