@@ -42,9 +42,10 @@ struct FwdParams {
 
     const float* bm = nullptr;         // see above; nullptr when there is neither bias nor mask
     int64_t bm_win_stride = 0, bm_head_stride = 0;   // row stride is Npad, column stride 1
-    // The forwards that build their bias+mask rows from the bias and mask themselves
-    // (window_attn_fwd_reads_bias_mask: the wgmma forward) get those instead of bm (then null):
-    // fp32 (H, N, N) bias and (nW, N, N) mask, strides in elements, either null when absent.
+    // The bias and mask themselves: fp32 (H, N, N) bias and (nW, N, N) mask, strides in elements,
+    // either null when absent. Read only where bm is null (the forwards that build their
+    // bias+mask rows themselves, window_attn_fwd_reads_bias_mask: the wgmma forward) and by the bm
+    // build (window_attn_build_bm_deferred, BwdParams::bm_build).
     const float* bias = nullptr;
     int64_t bias_s0 = 0, bias_s1 = 0, bias_s2 = 0;
     const float* mask = nullptr;

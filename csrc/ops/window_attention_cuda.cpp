@@ -21,10 +21,11 @@ void check_cuda(cudaError_t err, const char* what) {
     TORCH_CHECK(err == cudaSuccess, "window_attention: ", what, " failed: ", cudaGetErrorString(err));
 }
 
-// Everything the forward and backward share: sizes, the padded log2(e)-scaled bias+mask tensor
-// (kept alive by `bm` while the kernels run) or, for a forward that reads them itself
-// (direct_bias_mask: fwa::window_attn_fwd_reads_bias_mask), the fp32 bias and mask (bias_f /
-// mask_f, kept in either case), the fp32 logit scale and the window chunking.
+// Everything the forward and backward share: sizes, the fp32 bias and mask (bias_f / mask_f, in
+// p.bias / p.mask), the padded log2(e)-scaled bias+mask tensor built from them (kept alive by
+// `bm` while the kernels run; none for a forward that reads them itself, direct_bias_mask:
+// fwa::window_attn_fwd_reads_bias_mask; built by the backward's first kernel with defer_build),
+// the fp32 logit scale and the window chunking.
 struct Prepared {
     fwa::BwdParams p;
     at::Tensor bm, bias_f, mask_f, logit_scale;
@@ -65,40 +66,30 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
             if (bias_f.scalar_type() != at::kFloat) bias_f = bias_f.to(at::kFloat);
         }
         if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
-        if (direct_bias_mask || defer_build) {   // the forward reads these; the backward builds bm from them
-            if (s.has_bias) {
-                p.bias = bias_f.data_ptr<float>();
-                p.bias_s0 = bias_f.stride(0);
-                p.bias_s1 = bias_f.stride(1);
-                p.bias_s2 = bias_f.stride(2);
-            }
-            if (s.has_mask) {
-                p.mask = mask_f.data_ptr<float>();
-                p.mask_s0 = mask_f.stride(0);
-                p.mask_s1 = mask_f.stride(1);
-                p.mask_s2 = mask_f.stride(2);
-            }
-            if (direct_bias_mask) return r;
+        // The kernels read these only where bm is null (the forwards that build their rows
+        // themselves) or to build bm (window_attn_build_bm_deferred, BwdParams::bm_build)
+        if (s.has_bias) {
+            p.bias = bias_f.data_ptr<float>();
+            p.bias_s0 = bias_f.stride(0);
+            p.bias_s1 = bias_f.stride(1);
+            p.bias_s2 = bias_f.stride(2);
         }
+        if (s.has_mask) {
+            p.mask = mask_f.data_ptr<float>();
+            p.mask_s0 = mask_f.stride(0);
+            p.mask_s1 = mask_f.stride(1);
+            p.mask_s2 = mask_f.stride(2);
+        }
+        if (direct_bias_mask) return r;
         const int Hb = s.has_bias ? p.H : 1, nWb = s.has_mask ? p.nW : 1;
         r.bm = at::empty({nWb, Hb, p.Npad, p.Npad}, q.options().dtype(at::kFloat));
         p.bm_win_stride = s.has_mask ? int64_t(Hb) * p.Npad * p.Npad : 0;
         p.bm_head_stride = s.has_bias ? int64_t(p.Npad) * p.Npad : 0;
-        if (defer_build) {   // built by the backward's first kernel (BwdParams::bm_build)
-            p.bm_build = r.bm.data_ptr<float>();
-            p.bm = p.bm_build;
-            return r;
-        }
-        check_cuda(fwa::window_attn_build_bm(
-                       r.bm.data_ptr<float>(),
-                       s.has_bias ? bias_f.data_ptr<float>() : nullptr,
-                       s.has_bias ? bias_f.stride(0) : 0, s.has_bias ? bias_f.stride(1) : 0,
-                       s.has_bias ? bias_f.stride(2) : 0,
-                       s.has_mask ? mask_f.data_ptr<float>() : nullptr,
-                       s.has_mask ? mask_f.stride(0) : 0, s.has_mask ? mask_f.stride(1) : 0,
-                       s.has_mask ? mask_f.stride(2) : 0, p.H, p.nW, p.N, p.Npad, stream),
-                   "building the bias+mask tile");
-        p.bm = r.bm.data_ptr<float>();
+        p.bm_build = r.bm.data_ptr<float>();
+        p.bm = p.bm_build;
+        if (defer_build) return r;   // built by the backward's first kernel (BwdParams::bm_build)
+        check_cuda(fwa::window_attn_build_bm_deferred(p, stream), "building the bias+mask tile");
+        p.bm_build = nullptr;
     }
     return r;
 }
