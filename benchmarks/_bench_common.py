@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import re
 import statistics
+import time
 from typing import Callable, Dict, Optional
 
 import torch
@@ -56,6 +57,29 @@ def cuda_event_median_ms(fn: Callable, runs: int, *, flush_l2: bool, warmup: int
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
     return statistics.median(times)
+
+
+# A timed call is host-bound when the host takes at least this fraction of its measured time to
+# issue it: the GPU then waits for the host, and the time measures the host (as bench_models.py).
+HOST_BOUND_FRACTION = 0.9
+
+
+def host_issue_ms(fn: Callable, calls: int = 20) -> float:
+    """Median host time in ms to issue one call of fn (back-to-back calls, no synchronisation
+    between them; CUDA only)."""
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def host_bound(r: Optional[Dict], mode: str) -> bool:
+    t, h = (r or {}).get(f"{mode}_ms"), (r or {}).get(f"{mode}_host_ms")
+    return t is not None and h is not None and h >= HOST_BOUND_FRACTION * t
 
 
 def cuda_peak_extra_mb(fn: Callable) -> float:

@@ -10,7 +10,10 @@ For each config and dtype it measures, for our op and three peers,
     TFLOP/s by 1.4 to compare with its figures). Every implementation is credited with the same band
     flops, whatever it actually computes (SDPA computes all L^2 pairs);
   - peak extra memory of forward+backward (max_memory_allocated minus the baseline with the inputs,
-    the pre-built dense mask / BlockMask included in the baseline; their size is reported as mask MiB).
+    the pre-built dense mask / BlockMask included in the baseline; their size is reported as mask MiB);
+  - (CUDA) the host's time to issue one call (median of 20 back-to-back calls): a cell whose issue
+    time is >= 90 % of its measured time is host-bound (marked '^'; the bar lines say so): the GPU
+    waited for the host, and the time measures the host, not the kernels.
 Implementations:
   ours         flash_window_attn.sliding_window_attention / block_sliding_window_attention
   sdpa_dense   F.scaled_dot_product_attention with the dense (L, L) boolean band mask (built once,
@@ -64,7 +67,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 sys.path.insert(0, HERE)
 
-from _bench_common import cuda_bench_ms, cuda_peak_extra_mb, describe_error, peer_mismatch, slug  # noqa: E402
+from _bench_common import (HOST_BOUND_FRACTION, cuda_bench_ms, cuda_peak_extra_mb, describe_error,  # noqa: E402
+                           host_bound, host_issue_ms, peer_mismatch, slug)
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 PEERS = ["sdpa_dense", "sdpa_causal", "flex"]
@@ -432,6 +436,9 @@ def measure_impl(name: str, fn: Callable, inp, quick: bool, ref, device: str, ch
                 res["status"] = wrong
         res["fwd_ms"] = bench_ms(fwd, quick, device)
         res["fwdbwd_ms"] = bench_ms(fwd_bwd, quick, device)
+        if device == "cuda":
+            res["fwd_host_ms"] = host_issue_ms(fwd)
+            res["fwdbwd_host_ms"] = host_issue_ms(fwd_bwd)
         res["peak_mb"] = peak_extra_mb(fwd_bwd, device)
     except Exception as exc:  # noqa: BLE001 (a failing implementation is a result, not a crash)
         res["status"] = describe_error(exc)
@@ -468,6 +475,8 @@ def evaluate_bars(row: Dict) -> Dict[str, object]:
     impls = row["impls"]
     ours, flex, dense = impls.get("ours"), impls.get("flex"), impls.get("sdpa_dense")
     bars: Dict[str, object] = {"why": {}}
+    # (the modes in which our call was host-bound: its verdicts then measure the host)
+    bars["host_bound"] = [m for m in ("fwd", "fwdbwd") if ok(ours) and host_bound(ours, m)]
     for mode in ("fwd", "fwdbwd"):
         key = f"ours_ge_flex_{mode}"
         if ok(ours) and ok(flex):
@@ -508,14 +517,16 @@ def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
             return "FAIL"
         if spec == "tflops":
             spec = ".0f" if r[key] >= 10 else ".2f"
+        mode = key[:-3] if key.endswith("_ms") else None
         return fmt(r[key], spec) + ("!" if r.get("status", "ok") != "ok" else "") \
-            + ("*" if r.get("exact") is False else "")
+            + ("*" if r.get("exact") is False else "") + ("^" if mode and host_bound(r, mode) else "")
 
     w = 36
     print("\nTimes: median ms (forward | forward+backward) and TFLOP/s over the band "
           f"(fwd {FWD_FLOPS_PER_PAIR_PER_D}*d, fwd+bwd {FWDBWD_FLOPS_PER_PAIR_PER_D}*d flops per allowed pair), "
           "peak extra MiB of forward+backward")
-    print("('!' = result mismatch, '*' = a different function (superset of the band), OOM / FAIL / "
+    print("('!' = result mismatch, '*' = a different function (superset of the band), '^' = host-bound "
+          f"(issuing one call took the host >= {HOST_BOUND_FRACTION:.0%} of the measured time), OOM / FAIL / "
           "unavail / n/a = not measured)")
     head = f"{'config':<34} {'dtype':<5} " + " ".join(f"{n:>{w}}" for n in impl_names)
     print(head)
@@ -564,14 +575,17 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             add("FAIL", f"{tag} ours differs from the float64 reference (row aborted)")
             continue
         b = row.get("bars") or {}
+        ours = row["impls"].get("ours") or {}
         for mode, label in (("fwd", "fwd"), ("fwdbwd", "fwd+bwd")):
+            hb = (f" (host-bound: ours issued in {ours[f'{mode}_host_ms']:.3f} of {ours[f'{mode}_ms']:.3f} ms)"
+                  if mode in b.get("host_bound", []) else "")
             key = f"ours_ge_flex_{mode}"
             v = b.get(key)
             if v is None:
                 add("n/a", f"{tag} ours >= flex {label}: {b.get('why', {}).get(key, '')}")
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= flex {label}: "
-                    f"{b[f'speedup_vs_flex_{mode}']:.2f}x")
+                    f"{b[f'speedup_vs_flex_{mode}']:.2f}x{hb}")
             key = f"ours_3x_sdpa_dense_{mode}"
             if not row["banded"]:
                 continue
@@ -580,7 +594,7 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
                 add("n/a", f"{tag} ours >= 3x sdpa_dense {label}: {b.get('why', {}).get(key, '')}")
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= 3x sdpa_dense {label}: "
-                    f"{b[f'speedup_vs_sdpa_dense_{mode}']:.2f}x")
+                    f"{b[f'speedup_vs_sdpa_dense_{mode}']:.2f}x{hb}")
     for dname, sc in scaling.items():
         r = sc.get("ratios") or {}
         if not r:

@@ -5,6 +5,9 @@ For each config (B_, H, N, d) and dtype it measures, for our op and four peers,
   - forward median time (no grad) and forward+backward median time (all gradients: q, k, v, bias,
     logit_scale), CUDA events via triton.testing.do_bench (L2 flushed before every run), after warm-up;
   - peak extra memory of forward+backward (max_memory_allocated minus the baseline with inputs);
+  - the host's time to issue one call (median of 20 back-to-back calls): a time whose issue time is
+    >= 90 % of it is host-bound (marked '^', and listed after our row's bars): the GPU waited for
+    the host, so the time measures the host, not the kernels;
 and the HBM floor: the bytes of q, k, v read and out written, at the device-to-device copy rate
 measured once on this GPU. Peers:
   eager    the reference formula as timm writes it (flash_window_attn.reference)
@@ -51,10 +54,13 @@ sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without install
 sys.path.insert(0, HERE)  # _bench_common (also when imported from tools/)
 
 from _bench_common import (  # noqa: E402
+    HOST_BOUND_FRACTION,
     cuda_bench_ms,
     cuda_event_median_ms,
     cuda_peak_extra_mb,
     describe_error,
+    host_bound,
+    host_issue_ms,
     peer_mismatch,
     slug,
 )
@@ -325,6 +331,8 @@ def measure_impl(name: str, fn: Callable, inp, quick: bool, ref: Optional[Dict[s
                 res["status"] = wrong
         res["fwd_ms"] = bench_ms(fwd, quick)
         res["fwdbwd_ms"] = bench_ms(fwd_bwd, quick)
+        res["fwd_host_ms"] = host_issue_ms(fwd)
+        res["fwdbwd_host_ms"] = host_issue_ms(fwd_bwd)
         res["peak_mb"] = cuda_peak_extra_mb(fwd_bwd)
     except Exception as exc:  # noqa: BLE001 (a failing peer is a result, not a crash)
         res["status"] = describe_error(exc)
@@ -368,6 +376,8 @@ def evaluate_bars(row: Dict) -> Dict:
     bars["peak_le_sdpa"] = ours["peak_mb"] <= sdpa["peak_mb"] if sdpa and ok(sdpa) else None
     checks = [bars["fwd_3x"], bars["fwdbwd_3x"], bars["fwd_within_1p5x_floor"], bars["peak_le_sdpa"]]
     bars["all_pass"] = all(c for c in checks if c is not None)
+    # the modes in which our call was host-bound (its speed-up then measures the host)
+    bars["host_bound"] = [m for m in ("fwd", "fwdbwd") if host_bound(ours, m)]
     return bars
 
 
@@ -379,10 +389,13 @@ def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
             s = r.get("status", "")
             return "OOM" if s == "OOM" else ("FAIL" if s.startswith("error") else "?")
         v = r.get(key)
-        return fmt(v, spec) + ("!" if r.get("status", "ok") != "ok" else "")
+        mode = key[:-3] if key in ("fwd_ms", "fwdbwd_ms") else None
+        return fmt(v, spec) + ("!" if r.get("status", "ok") != "ok" else "") \
+            + ("^" if mode and host_bound(r, mode) else "")
 
     print("\nTimes: median ms (forward | forward+backward), peak extra MiB of forward+backward "
-          "('!' = result mismatch, FAIL/OOM = peer failed)")
+          "('!' = result mismatch, FAIL/OOM = peer failed, '^' = host-bound: issuing one call took the "
+          f"host >= {HOST_BOUND_FRACTION:.0%} of the measured time)")
     head = f"{'config':<24} {'dtype':<5} " + " ".join(f"{n:>22}" for n in impl_names)
     print(head)
     print("-" * len(head))
@@ -412,7 +425,8 @@ def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
             continue
         print(f"{row['name']:<24} {row['dtype']:<5} {b['speedup_fwd']:>6.2f}x {b['fastest_peer_fwd']:>8} "
               f"{b['speedup_fwdbwd']:>6.2f}x {b['fastest_peer_fwdbwd']:>8} {row['hbm_floor_ms']:>9.4f} "
-              f"{b['fwd_over_hbm_floor']:>9.2f}x {yn(b['peak_le_sdpa']):>9} {yn(b['all_pass']):>5}")
+              f"{b['fwd_over_hbm_floor']:>9.2f}x {yn(b['peak_le_sdpa']):>9} {yn(b['all_pass']):>5}"
+              + (f"  (ours host-bound: {', '.join(b['host_bound'])})" if b.get("host_bound") else ""))
 
 
 def plot(rows: List[Dict], path: str, device_name: str) -> Optional[str]:
