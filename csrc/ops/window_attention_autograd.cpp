@@ -190,7 +190,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Ten
                                                        const std::optional<at::Tensor>& mask,
                                                        const std::optional<at::Tensor>& logit_scale, double scale,
                                                        bool return_inv_norms) {
-  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)})) {   // no node to record
+  // No node to record: call the op directly (the mask counts as apply counted it: where only the
+  // mask requires grad, apply made a node as well, which gives it no gradient)
+  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(mask), opt_ptr(logit_scale)})) {
     at::AutoDispatchBelowADInplaceOrView below;
     return fwd_op().call(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
   }
@@ -203,7 +205,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_au
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& logit_scale, double scale,
     double dropout_p, bool return_inv_norms) {
-  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)})) {
+  if (!any_requires_grad({&q, &k, &v, opt_ptr(bias), opt_ptr(mask), opt_ptr(logit_scale)})) {
     at::AutoDispatchBelowADInplaceOrView below;
     return dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
   }
