@@ -56,13 +56,10 @@ void check_mask_no_grad(const std::optional<at::Tensor>& mask, const char* what)
 // in dimension n_dim; a symbolic N (torch.compile with dynamic shapes) asks without a guard on it,
 // so that one graph still serves every N.
 bool ask_inv_norms(const at::Tensor& x, int64_t n_dim, const std::optional<at::Tensor>& logit_scale,
-                   std::initializer_list<std::optional<at::Tensor>> inputs) {
+                   std::initializer_list<const at::Tensor*> inputs) {
   if (!logit_scale.has_value() || !x.is_cuda() ||
-      (x.scalar_type() != at::kHalf && x.scalar_type() != at::kBFloat16) || !at::GradMode::is_enabled())
+      (x.scalar_type() != at::kHalf && x.scalar_type() != at::kBFloat16) || !any_requires_grad(inputs))
     return false;
-  bool grad = false;
-  for (const auto& t : inputs) grad = grad || (t.has_value() && t->defined() && t->requires_grad());
-  if (!grad) return false;
   if (x.dim() > n_dim) {
     const std::optional<int64_t> N = x.sym_size(n_dim).maybe_as_int();
     if (N.has_value() && *N <= 64) return false;
@@ -196,7 +193,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> window_fwd_autograd(const at::Ten
     at::AutoDispatchBelowADInplaceOrView below;
     return fwd_op().call(q, k, v, bias, mask, logit_scale, scale, return_inv_norms);
   }
-  const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
+  const bool want =
+      return_inv_norms || ask_inv_norms(q, 2, logit_scale, {&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)});
   variable_list r = WindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, return_inv_norms, want);
   return {r[0], r[1], r[2]};
 }
@@ -209,7 +207,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> window_dropout_fwd_au
     at::AutoDispatchBelowADInplaceOrView below;
     return dropout_fwd_op().call(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
   }
-  const bool want = return_inv_norms || ask_inv_norms(q, 2, logit_scale, {q, k, v, bias, logit_scale});
+  const bool want =
+      return_inv_norms || ask_inv_norms(q, 2, logit_scale, {&q, &k, &v, opt_ptr(bias), opt_ptr(logit_scale)});
   variable_list r =
       DropoutWindowAttnFunction::apply(q, k, v, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
@@ -266,7 +265,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qkvpacked_fwd_autogra
     at::AutoDispatchBelowADInplaceOrView below;
     return packed_fwd_op().call(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms);
   }
-  const bool want = return_inv_norms || ask_inv_norms(qkv, 1, logit_scale, {qkv, bias, logit_scale});
+  const bool want = return_inv_norms || ask_inv_norms(qkv, 1, logit_scale, {&qkv, opt_ptr(bias), opt_ptr(logit_scale)});
   variable_list r =
       QkvPackedFunction::apply(qkv, num_heads, bias, mask, logit_scale, scale, dropout_p, return_inv_norms, want);
   return {r[0], r[1], r[2], r[3]};
