@@ -45,7 +45,7 @@ struct FwdParams {
     // The bias and mask themselves: fp32 (H, N, N) bias and (nW, N, N) mask, strides in elements,
     // either null when absent. Read only where bm is null (the forwards that build their
     // bias+mask rows themselves, window_attn_fwd_reads_bias_mask: the wgmma forward) and by the bm
-    // build (window_attn_build_bm_deferred, BwdParams::bm_build).
+    // build (window_attn_build_bm, BwdParams::bm_build).
     const float* bias = nullptr;
     int64_t bias_s0 = 0, bias_s1 = 0, bias_s2 = 0;
     const float* mask = nullptr;
@@ -295,15 +295,13 @@ inline int64_t window_bm_build_quads(const BwdParams& p) {
     if (p.bm_build == nullptr) return 0;
     return int64_t(p.mask != nullptr ? p.nW : 1) * (p.bias != nullptr ? p.H : 1) * p.Npad * (p.Npad / 4);
 }
-// Builds BwdParams::bm_build on its own (the paths without the tiled preprocess).
-cudaError_t window_attn_build_bm_deferred(const BwdParams& p, cudaStream_t s);
-// Builds the padded, log2(e)-scaled bm tensor from fp32 bias (H,N,N strided) and mask
-// (nW,N,N strided); either may be null. Output layout as described above, written densely as
-// [nWb][Hb][Npad][Npad] where nWb = mask ? nW : 1 and Hb = bias ? H : 1.
-cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
-                                 int64_t bias_s2, const float* mask, int64_t mask_s0,
-                                 int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
-                                 cudaStream_t s);
+// Builds BwdParams::bm_build, the padded, log2(e)-scaled bm tensor written densely as
+// [nWb][Hb][Npad][Npad] (nWb = mask ? nW : 1, Hb = bias ? H : 1; layout as described above), from
+// p.bias (H, N, N strided) and p.mask (nW, N, N strided), fp32, either may be null; nothing where
+// bm_build is null. The op layer's forward builds its bm this way (the launch before the forward
+// kernel: FwdParams::bm_pdl), as do the backward paths without the tiled preprocess (whose first
+// CTAs build it themselves).
+cudaError_t window_attn_build_bm(const BwdParams& p, cudaStream_t s);
 
 // Resolves the generator state (captured or not) into rng_state[0..1] = (seed, offset) on the device.
 cudaError_t window_attn_write_rng_state(int64_t* rng_state, const PhiloxSeedArgs& args, cudaStream_t s);

@@ -252,28 +252,21 @@ __global__ void build_bm_kernel(float* bm, const float* bias, int64_t b0, int64_
     build_bm_quad<Index>(bm, bias, b0, b1, b2, mask, m0, m1, m2, Hb, N, Npad, q);
 }
 
-cudaError_t window_attn_build_bm(float* bm, const float* bias, int64_t bias_s0, int64_t bias_s1,
-                                 int64_t bias_s2, const float* mask, int64_t mask_s0,
-                                 int64_t mask_s1, int64_t mask_s2, int H, int nW, int N, int Npad,
-                                 cudaStream_t s) {
-    const int Hb = bias ? H : 1, nWb = mask ? nW : 1;
-    const int64_t total4 = int64_t(nWb) * Hb * Npad * (Npad / 4);
+cudaError_t window_attn_build_bm(const BwdParams& p, cudaStream_t s) {
+    const int64_t total4 = window_bm_build_quads(p);   // 0 where bm_build is null
     if (total4 == 0) return cudaSuccess;
+    const int Hb = p.bias ? p.H : 1;
     const int threads = 256;
     const unsigned blocks = static_cast<unsigned>((total4 + threads - 1) / threads);
     if (total4 <= INT32_MAX)
-        build_bm_kernel<int><<<blocks, threads, 0, s>>>(bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0,
-                                                        mask_s1, mask_s2, Hb, N, Npad, static_cast<int>(total4));
+        build_bm_kernel<int><<<blocks, threads, 0, s>>>(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2, p.mask,
+                                                        p.mask_s0, p.mask_s1, p.mask_s2, Hb, p.N, p.Npad,
+                                                        static_cast<int>(total4));
     else
-        build_bm_kernel<int64_t><<<blocks, threads, 0, s>>>(bm, bias, bias_s0, bias_s1, bias_s2, mask, mask_s0,
-                                                            mask_s1, mask_s2, Hb, N, Npad, total4);
+        build_bm_kernel<int64_t><<<blocks, threads, 0, s>>>(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2,
+                                                            p.mask, p.mask_s0, p.mask_s1, p.mask_s2, Hb, p.N,
+                                                            p.Npad, total4);
     return cudaGetLastError();
-}
-
-cudaError_t window_attn_build_bm_deferred(const BwdParams& p, cudaStream_t s) {
-    if (p.bm_build == nullptr) return cudaSuccess;
-    return window_attn_build_bm(p.bm_build, p.bias, p.bias_s0, p.bias_s1, p.bias_s2, p.mask, p.mask_s0, p.mask_s1,
-                                p.mask_s2, p.H, p.nW, p.N, p.Npad, s);
 }
 
 // dbias[h, i, j] = sum over the P window-chunk partials; dlogit[h] = sum over its partials times

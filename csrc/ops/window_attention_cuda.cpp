@@ -67,7 +67,7 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         }
         if (s.has_mask) mask_f = mask->scalar_type() == at::kFloat ? *mask : mask->to(at::kFloat);
         // The kernels read these only where bm is null (the forwards that build their rows
-        // themselves) or to build bm (window_attn_build_bm_deferred, BwdParams::bm_build)
+        // themselves) or to build bm (window_attn_build_bm, BwdParams::bm_build)
         if (s.has_bias) {
             p.bias = bias_f.data_ptr<float>();
             p.bias_s0 = bias_f.stride(0);
@@ -88,7 +88,7 @@ Prepared prepare(const at::Tensor& q, const std::optional<at::Tensor>& bias,
         p.bm_build = r.bm.data_ptr<float>();
         p.bm = p.bm_build;
         if (defer_build) return r;   // built by the backward's first kernel (BwdParams::bm_build)
-        check_cuda(fwa::window_attn_build_bm_deferred(p, stream), "building the bias+mask tile");
+        check_cuda(fwa::window_attn_build_bm(p, stream), "building the bias+mask tile");
         p.bm_build = nullptr;
     }
     return r;
@@ -268,7 +268,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> bwd_cuda_
         fwa::window_attn_plan_bwd(kernel_dtype(q), p);
         const bool small = fwa::window_attn_bwd_uses_small_path(p);
         if (small) {   // (the tiled path's preprocess builds bm itself: BwdParams::bm_build)
-            check_cuda(fwa::window_attn_build_bm_deferred(p, stream), "building the bias+mask tile");
+            check_cuda(fwa::window_attn_build_bm(p, stream), "building the bias+mask tile");
             p.bm_build = nullptr;
         }
         n_dbias_partials = p.nW * p.n_chunks;
