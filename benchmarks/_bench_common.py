@@ -5,6 +5,7 @@ Imports only torch (flash_window_attn is imported lazily where needed)."""
 from __future__ import annotations
 
 import gc
+import math
 import re
 import statistics
 import time
@@ -78,7 +79,13 @@ def host_issue_ms(fn: Callable, calls: int = 20) -> float:
 
 
 def host_bound(r: Optional[Dict], mode: str) -> bool:
-    t, h = (r or {}).get(f"{mode}_ms"), (r or {}).get(f"{mode}_host_ms")
+    """True if record ``r``'s ``{mode}_host_ms`` (the host's issue time) is at least
+    HOST_BOUND_FRACTION of its ``{mode}_ms``; False where either is missing or not a number."""
+    def num(key):
+        v = (r or {}).get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) else None
+
+    t, h = num(f"{mode}_ms"), num(f"{mode}_host_ms")
     return t is not None and h is not None and h >= HOST_BOUND_FRACTION * t
 
 

@@ -84,7 +84,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # flash_window_attn from this checkou
 sys.path.insert(0, HERE)
 
 import _bench_common as _common  # noqa: E402
-from _bench_common import slug  # noqa: E402
+from _bench_common import host_bound, slug  # noqa: E402
 from _model_variants import apply_ceiling, count_attention_modules, load_swap  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------
@@ -100,9 +100,6 @@ MODELS: Dict[str, int] = {  # name -> default batch
 BAR_MODEL = "swinv2_tiny_window16_256"
 BAR_BATCH = 64
 BAR_RATIO = 1.15
-# A step whose host issue time is at least this fraction of its time is host-bound: the GPU waited
-# for the host, and the step time measures the host (time_steps).
-HOST_BOUND_FRACTION = 0.9
 
 
 @dataclass(frozen=True)
@@ -150,7 +147,8 @@ def time_steps(step: Callable[[], object], warmup: int, iters: int, device: torc
 
     On CUDA also the host's issue time of each step (perf_counter from before the start event to
     the return of ``step()``, before the sync): where its median comes close to the step's time
-    (``HOST_BOUND_FRACTION``), the GPU waited for the host and the step time measures the host."""
+    (``_bench_common.HOST_BOUND_FRACTION``; ``host_bound``), the GPU waited for the host and the
+    step time measures the host."""
     first: List[float] = []
     for _ in range(warmup):
         t0 = time.perf_counter()
@@ -366,12 +364,6 @@ def derive(entry: Dict) -> None:
             c = _num(vs.get(CEILING_OF.get(key, "")), f"{mode}_ms")
             rec[f"{mode}_over_ceiling"] = t / c if (t and c) else None
     entry["bar_checks"] = bar_checks(entry)
-
-
-def host_bound(rec: Optional[Dict], mode: str) -> bool:
-    """True if ``rec``'s ``mode`` step was host-bound (see time_steps)."""
-    t, h = _num(rec, f"{mode}_ms"), _num(rec, f"{mode}_host_ms")
-    return t is not None and h is not None and h >= HOST_BOUND_FRACTION * t
 
 
 def bar_checks(entry: Dict) -> List[Dict]:
