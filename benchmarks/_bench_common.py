@@ -60,6 +60,50 @@ def cuda_event_median_ms(fn: Callable, runs: int, *, flush_l2: bool, warmup: int
     return statistics.median(times)
 
 
+def cuda_graph_median_ms(fn: Callable, runs: int, *, flush_l2: bool = True, warmup: int = 3) -> float:
+    """GPU time of fn in ms with no host time in it: fn captured once in a CUDA graph (after
+    `warmup` calls on a side stream: allocator, autotuning and compilation stay outside), then the
+    median over `runs` replays, each between two CUDA events and synchronised, with a 256 MiB buffer
+    zeroed before each (outside the events: no replay finds its inputs in the L2, as
+    cuda_bench_ms). A replay is one launch, so the time is the kernels' and the gaps between them,
+    whatever the host's speed. Raises where fn cannot be captured."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = fn()
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if flush_l2 else None
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        if flush is not None:
+            flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        graph.replay()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    del result, graph
+    return statistics.median(times)
+
+
+def graph_times(res: Dict, fns: Dict[str, Callable], runs: int) -> None:
+    """Into result dict ``res``: ``{mode}_graph_ms`` = cuda_graph_median_ms(fn) for each mode ->
+    fn of ``fns``; where a capture fails, ``graph_status`` says why (the other times stand)."""
+    try:
+        for mode, fn in fns.items():
+            res[f"{mode}_graph_ms"] = cuda_graph_median_ms(fn, runs)
+    except Exception as exc:  # noqa: BLE001 (not capturable: a result, not a crash)
+        res["graph_status"] = describe_error(exc)
+
+
 # A timed call is host-bound when the host takes at least this fraction of its measured time to
 # issue it: the GPU then waits for the host, and the time measures the host (as bench_models.py).
 HOST_BOUND_FRACTION = 0.9

@@ -68,7 +68,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without install
 sys.path.insert(0, HERE)
 
 from _bench_common import (HOST_BOUND_FRACTION, cuda_bench_ms, cuda_peak_extra_mb, describe_error,  # noqa: E402
-                           host_bound, host_issue_ms, peer_mismatch, slug)
+                           graph_times, host_bound, host_issue_ms, peer_mismatch, slug)
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 PEERS = ["sdpa_dense", "sdpa_causal", "flex"]
@@ -413,7 +413,8 @@ def check_peer(fn: Callable, inp, ref) -> Optional[str]:
     return peer_mismatch(got, ref)
 
 
-def measure_impl(name: str, fn: Callable, inp, quick: bool, ref, device: str, check: bool) -> Dict:
+def measure_impl(name: str, fn: Callable, inp, quick: bool, ref, device: str, check: bool,
+                 graph: bool = True) -> Dict:
     res: Dict[str, object] = {"status": "ok"}
     q, k, v, dout = inp["q"], inp["k"], inp["v"], inp["dout"]
 
@@ -440,6 +441,8 @@ def measure_impl(name: str, fn: Callable, inp, quick: bool, ref, device: str, ch
             res["fwd_host_ms"] = host_issue_ms(fwd)
             res["fwdbwd_host_ms"] = host_issue_ms(fwd_bwd)
         res["peak_mb"] = peak_extra_mb(fwd_bwd, device)
+        if device == "cuda" and graph:   # GPU time, no host time in it (CUDA graph replay; every implementation)
+            graph_times(res, {"fwd": fwd, "fwdbwd": fwd_bwd}, 20 if quick else 100)
     except Exception as exc:  # noqa: BLE001 (a failing implementation is a result, not a crash)
         res["status"] = describe_error(exc)
         if not isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -497,6 +500,18 @@ def evaluate_bars(row: Dict) -> Dict[str, object]:
             bars[key] = None
             bars["why"][key] = ("ours " + (ours or {}).get("status", "not run") if not ok(ours)
                                 else "sdpa_dense " + (dense or {}).get("status", "not run"))[:110]
+    # The same checks on the GPU times (CUDA graph replay of each call, no host time in it), where
+    # both sides could be captured
+    g: Dict[str, object] = {}
+    for mode in ("fwd", "fwdbwd"):
+        t = f"{mode}_graph_ms"
+        if ok(ours) and ours.get(t) is not None and ok(flex) and flex.get(t) is not None:
+            g[f"speedup_vs_flex_{mode}"] = flex[t] / ours[t]
+            g[f"ours_ge_flex_{mode}"] = g[f"speedup_vs_flex_{mode}"] >= 1.0
+        if row["banded"] and ok(ours) and ours.get(t) is not None and ok(dense) and dense.get(t) is not None:
+            g[f"speedup_vs_sdpa_dense_{mode}"] = dense[t] / ours[t]
+            g[f"ours_3x_sdpa_dense_{mode}"] = g[f"speedup_vs_sdpa_dense_{mode}"] >= 3.0
+    bars["graph"] = g
     return bars
 
 
@@ -563,11 +578,15 @@ def scaling_ratios(points: List[Dict]) -> Dict[str, object]:
 
 
 def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[List[str], Dict[str, int]]:
-    lines, counts = [], {"PASS": 0, "FAIL": 0, "n/a": 0}
+    lines, counts = [], {"PASS": 0, "FAIL": 0, "n/a": 0, "gpu PASS": 0, "gpu FAIL": 0}
 
     def add(verdict, text):
         counts[verdict] += 1
         lines.append(f"{verdict:<4} {text}")
+
+    def add_gpu(passed, text):   # (the GPU-time form of a check: counted apart)
+        counts["gpu PASS" if passed else "gpu FAIL"] += 1
+        lines.append(f"{'pass' if passed else 'fail':<4} {text}")
 
     for row in rows:
         tag = f"[{row['name']} {row['dtype']}]"
@@ -586,6 +605,9 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= flex {label}: "
                     f"{b[f'speedup_vs_flex_{mode}']:.2f}x{hb}")
+            g = b.get("graph") or {}
+            if g.get(key) is not None:
+                add_gpu(g[key], f"{tag} ours >= flex {label}, GPU time: {g[f'speedup_vs_flex_{mode}']:.2f}x")
             key = f"ours_3x_sdpa_dense_{mode}"
             if not row["banded"]:
                 continue
@@ -595,6 +617,10 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= 3x sdpa_dense {label}: "
                     f"{b[f'speedup_vs_sdpa_dense_{mode}']:.2f}x{hb}")
+            g = b.get("graph") or {}
+            if g.get(key) is not None:
+                add_gpu(g[key], f"{tag} ours >= 3x sdpa_dense {label}, GPU time: "
+                        f"{g[f'speedup_vs_sdpa_dense_{mode}']:.2f}x")
     for dname, sc in scaling.items():
         r = sc.get("ratios") or {}
         if not r:
@@ -868,7 +894,10 @@ def main(argv=None) -> int:
                     print(f"  {name:<12} fwd {res['fwd_ms']:9.4f} ms {res['fwd_tflops']:7.3g} TFLOP/s  "
                           f"fwd+bwd {res['fwdbwd_ms']:9.4f} ms {res['fwdbwd_tflops']:7.3g} TFLOP/s  "
                           f"peak {fmt(res['peak_mb'], '.0f', 'n/a')} MiB  "
-                          f"mask {fmt(res.get('mask_mb'), '.1f', '-')} MiB  {extra}", flush=True)
+                          f"mask {fmt(res.get('mask_mb'), '.1f', '-')} MiB  "
+                          + (f"GPU (graph) {res['fwd_graph_ms']:.4f} / {res['fwdbwd_graph_ms']:.4f} ms  "
+                             if res.get("fwdbwd_graph_ms") is not None else
+                             (f"graph: {res['graph_status']}  " if res.get("graph_status") else "")) + extra, flush=True)
                 else:
                     print(f"  {name:<12} {res['status']}", flush=True)
                 row["impls"][name] = res
@@ -891,7 +920,7 @@ def main(argv=None) -> int:
                 try:
                     fn, _ = build_impl("ours", cfg, device, args)
                     inp = make_inputs(cfg, dtype, device)
-                    point.update(measure_impl("ours", fn, inp, args.quick, None, device, False))
+                    point.update(measure_impl("ours", fn, inp, args.quick, None, device, False, graph=False))
                     del inp
                 except Unavailable as exc:
                     point["status"] = str(exc)
@@ -914,7 +943,8 @@ def main(argv=None) -> int:
           f"scaling <= {SCALING_BAR:.0f}x):")
     for line in lines:
         print("  " + line)
-    print(f"  summary: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['n/a']} n/a")
+    print(f"  summary: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['n/a']} n/a; on GPU times (CUDA "
+          f"graph replay, lower-case lines): {counts['gpu PASS']} pass, {counts['gpu FAIL']} fail")
 
     write_json()
     print(f"\nwrote {out_json}")

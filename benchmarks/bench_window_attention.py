@@ -8,6 +8,9 @@ For each config (B_, H, N, d) and dtype it measures, for our op and four peers,
   - the host's time to issue one call (median of 20 back-to-back calls): a time whose issue time is
     >= 90 % of it is host-bound (marked '^', and listed after our row's bars): the GPU waited for
     the host, so the time measures the host, not the kernels;
+  - the GPU time of the forward and of the forward+backward, for ours and every peer alike: the call
+    captured in a CUDA graph and replayed (median of 100 replays, L2 flushed before each), so no
+    host time is in it; the bars are evaluated on these times too (a second table);
 and the HBM floor: the bytes of q, k, v read and out written, at the device-to-device copy rate
 measured once on this GPU. Peers:
   eager    the reference formula as timm writes it (flash_window_attn.reference)
@@ -59,6 +62,7 @@ from _bench_common import (  # noqa: E402
     cuda_event_median_ms,
     cuda_peak_extra_mb,
     describe_error,
+    graph_times,
     host_bound,
     host_issue_ms,
     peer_mismatch,
@@ -334,6 +338,7 @@ def measure_impl(name: str, fn: Callable, inp, quick: bool, ref: Optional[Dict[s
         res["fwd_host_ms"] = host_issue_ms(fwd)
         res["fwdbwd_host_ms"] = host_issue_ms(fwd_bwd)
         res["peak_mb"] = cuda_peak_extra_mb(fwd_bwd)
+        graph_times(res, {"fwd": fwd, "fwdbwd": fwd_bwd}, 20 if quick else 100)
     except Exception as exc:  # noqa: BLE001 (a failing peer is a result, not a crash)
         res["status"] = describe_error(exc)
         if not isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -378,7 +383,32 @@ def evaluate_bars(row: Dict) -> Dict:
     bars["all_pass"] = all(c for c in checks if c is not None)
     # the modes in which our call was host-bound (its speed-up then measures the host)
     bars["host_bound"] = [m for m in ("fwd", "fwdbwd") if host_bound(ours, m)]
+    bars["graph"] = evaluate_graph_bars(row, peers)
     return bars
+
+
+def evaluate_graph_bars(row: Dict, peers: Dict[str, Dict]) -> Dict:
+    """The speed and HBM-floor bars on the GPU times (CUDA graph replay, no host time) of ours and
+    of every peer that ran; ``peers_missing`` names the peers whose calls could not be captured (a
+    verdict is then given only against the others, and says so)."""
+    ours = row["impls"]["ours"]
+    g: Dict[str, object] = {}
+    if ours.get("fwd_graph_ms") is None or ours.get("fwdbwd_graph_ms") is None:
+        g["why"] = "ours: " + str(ours.get("graph_status", "no graph times"))
+        return g
+    have = {n: r for n, r in peers.items() if r.get("fwd_graph_ms") is not None and r.get("fwdbwd_graph_ms") is not None}
+    g["peers_missing"] = sorted(set(peers) - set(have))
+    if not have:
+        g["why"] = "no peer could be captured"
+        return g
+    for mode in ("fwd", "fwdbwd"):
+        best = min(have.items(), key=lambda kv: kv[1][f"{mode}_graph_ms"])
+        g[f"fastest_peer_{mode}"] = best[0]
+        g[f"speedup_{mode}"] = best[1][f"{mode}_graph_ms"] / ours[f"{mode}_graph_ms"]
+        g[f"{mode}_3x"] = g[f"speedup_{mode}"] >= 3.0
+    g["fwd_over_hbm_floor"] = ours["fwd_graph_ms"] / row["hbm_floor_ms"]
+    g["fwd_within_1p5x_floor"] = g["fwd_over_hbm_floor"] <= 1.5 if row["N"] <= 256 else None
+    return g
 
 
 def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
@@ -427,6 +457,36 @@ def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
               f"{b['speedup_fwdbwd']:>6.2f}x {b['fastest_peer_fwdbwd']:>8} {row['hbm_floor_ms']:>9.4f} "
               f"{b['fwd_over_hbm_floor']:>9.2f}x {yn(b['peak_le_sdpa']):>9} {yn(b['all_pass']):>5}"
               + (f"  (ours host-bound: {', '.join(b['host_bound'])})" if b.get("host_bound") else ""))
+
+    print("\nGPU time (each call captured in a CUDA graph and replayed, L2 flushed: no host time): median ms "
+          "(forward | forward+backward)")
+    head = f"{'config':<24} {'dtype':<5} " + " ".join(f"{n:>15}" for n in impl_names)
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        if row.get("aborted"):
+            continue
+        cells = []
+        for n in impl_names:
+            r = row["impls"].get(n) or {}
+            if r.get("fwd_graph_ms") is None:
+                cells.append("-" if r.get("status") != "ok" else "no capture")
+            else:
+                cells.append(f"{r['fwd_graph_ms']:.3f}|{r['fwdbwd_graph_ms']:.3f}")
+        print(f"{row['name']:<24} {row['dtype']:<5} " + " ".join(f"{c:>15}" for c in cells))
+    print("\nBars on the GPU times: speed-up over the fastest peer (>= 3x), forward vs HBM floor (<= 1.5x for N <= 256)")
+    head = f"{'config':<24} {'dtype':<5} {'fwd x':>7} {'peer':>8} {'f+b x':>7} {'peer':>8} {'ours/floor':>10}"
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        g = (row.get("bars") or {}).get("graph") or {}
+        if "speedup_fwd" not in g:
+            if row.get("bars"):
+                print(f"{row['name']:<24} {row['dtype']:<5} n/a: {g.get('why', 'no graph times')}")
+            continue
+        miss = f"  (not captured: {', '.join(g['peers_missing'])})" if g.get("peers_missing") else ""
+        print(f"{row['name']:<24} {row['dtype']:<5} {g['speedup_fwd']:>6.2f}x {g['fastest_peer_fwd']:>8} "
+              f"{g['speedup_fwdbwd']:>6.2f}x {g['fastest_peer_fwdbwd']:>8} {g['fwd_over_hbm_floor']:>9.2f}x{miss}")
 
 
 def plot(rows: List[Dict], path: str, device_name: str) -> Optional[str]:
@@ -529,7 +589,8 @@ def main(argv=None) -> int:
             "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join([os.path.basename(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
             "copy_rate_bytes_per_s": rate * 1e3,
-            "timing": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
+            "timing": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench); "
+                      "*_graph_ms: median of CUDA-graph replays of the call, L2 flushed before each",
             "complete": len(rows_so_far) == len(configs) * len(dtypes),
             "rows": rows_so_far,
         }
@@ -578,8 +639,10 @@ def main(argv=None) -> int:
                 res = measure_impl(name, fn, inp, args.quick, ref)
                 row["impls"][name] = res
                 if res.get("fwd_ms") is not None:
+                    gpu = (f"GPU (graph) {res['fwd_graph_ms']:.4f} / {res['fwdbwd_graph_ms']:.4f} ms  "
+                           if res.get("fwdbwd_graph_ms") is not None else f"graph: {res.get('graph_status', '-')}  ")
                     print(f"  {name:<8} fwd {res['fwd_ms']:.4f} ms  fwd+bwd {res['fwdbwd_ms']:.4f} ms  "
-                          f"peak {res['peak_mb']:.0f} MiB  {res['status'] if res['status'] != 'ok' else ''}",
+                          f"peak {res['peak_mb']:.0f} MiB  {gpu}{res['status'] if res['status'] != 'ok' else ''}",
                           flush=True)
                 else:
                     print(f"  {name:<8} {res['status']}", flush=True)
