@@ -75,6 +75,9 @@ constexpr int kPrepRows = 64;
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const LocalBwdParams p, int chunks) {
     using Tr = ElementTraits<Element>;
+    // The key side, this kernel's programmatic dependent (launch_local_bwd_impl), reads what this
+    // kernel writes only after its pdl_wait: it may launch now and load its k, v tiles meanwhile.
+    pdl_launch_dependents();
     constexpr int kTPR = kHeadDim / 8;   // threads per row
     constexpr int kRowsPerIter = kNumThreads / kTPR;
     const int tid = threadIdx.x;
@@ -305,6 +308,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
 
     local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
     local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
+    // Launched as the preprocess's programmatic dependent (launch_local_bwd_impl): k and v above
+    // predate the backward; D (issue_loads) and the max |dout|, |v| (local_dp_bound) are the
+    // preprocess's, read after this wait. The query side, this kernel's dependent, waits for it
+    // before it reads anything.
+    pdl_wait();
+    pdl_launch_dependents();
     issue_loads(0);
     cp_async_commit();
 
@@ -466,6 +475,10 @@ FWA_DEVICE void local_q_step_ds(const float (&s)[kNT][4], const float (&dp)[kNT]
 
 template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const LocalBwdParams p) {
+    // A programmatic dependent of the key side (launch_local_bwd_impl): the key side's d_acc sums
+    // and everything before are complete past this wait, which every CTA passes before anything
+    // else (so the grid also completes only after the key side's).
+    pdl_wait();
     constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
@@ -645,6 +658,15 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
     const int64_t kv_grid = n_t * p.Hkv * p.B;
     if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
     if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+    // preprocess -> key side -> query side (the kernels below, not the warp-specialised ones, which
+    // are plain launches): on sm_90a (FWA_WINDOW_PDL, as the window op's chain) each is the previous
+    // one's programmatic dependent, launched while the previous grid's last CTAs run (the
+    // griddepcontrol instructions are in the sm_90 code only: FWA_SM90A_BUILT on a 9.0 device).
+#ifdef FWA_SM90A_BUILT
+    const bool pdl_chain = window_pdl_enabled() && current_device_is_sm90();
+#else
+    const bool pdl_chain = false;
+#endif
     {
         // kPrepRows rows per CTA; the slices of dout and of v, each in `chunks` pieces
         const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + kPrepRows - 1) / kPrepRows, 1 << 16));
@@ -672,8 +694,11 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
         int ctas = 0;
         if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
-        local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma><<<static_cast<unsigned>(kv_grid), kNumThreads, smem, stream>>>(p);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg =
+            launch_config(dim3(static_cast<unsigned>(kv_grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
+        if ((err = cudaLaunchKernelEx(&cfg, local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma>, p)) != cudaSuccess)
+            return err;
     }
     if constexpr (kWgmma) {
         // The warp-specialised query side (local_bwd_q_ws_kernel.cuh) where local_bwd_q_use_ws
@@ -690,9 +715,11 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
         int ctas = 0;
         if ((err = prepare_kernel<local_attn_bwd_q_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
             return err;
-        local_attn_bwd_q_kernel<Element, kHeadDim, kWgmma><<<static_cast<unsigned>(q_grid), kNumThreads, smem, stream>>>(p);
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg =
+            launch_config(dim3(static_cast<unsigned>(q_grid)), dim3(kNumThreads), smem, stream, pdl_chain, attr);
+        return cudaLaunchKernelEx(&cfg, local_attn_bwd_q_kernel<Element, kHeadDim, kWgmma>, p);
     }
-    return cudaGetLastError();
 }
 
 // The wgmma kernels where local_wgmma_enabled(true) and d > 32, the mma.sync ones otherwise.
