@@ -475,10 +475,6 @@ FWA_DEVICE void local_q_step_ds(const float (&s)[kNT][4], const float (&dp)[kNT]
 
 template <typename Element, int kHeadDim, bool kWgmma>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const LocalBwdParams p) {
-    // A programmatic dependent of the key side (launch_local_bwd_impl): the key side's d_acc sums
-    // and everything before are complete past this wait, which every CTA passes before anything
-    // else (so the grid also completes only after the key side's).
-    pdl_wait();
     constexpr int kTile = LocalBwdTile<kHeadDim, kWgmma>::kElems;
     constexpr int kNT = kTileN / 8;
     constexpr int kDT = kHeadDim / 8;
@@ -510,6 +506,17 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     RowInterval iv[2];
     float lse2[2], dsum[2];
     const int64_t row_base = (b * p.H + h) * int64_t(L);
+    // A programmatic dependent of the key side (launch_local_bwd_impl): q and dout (which predate the
+    // backward) are copied first; the key side's d_acc sums and the preprocess's max |dout|, |v|
+    // are read after this wait, which every CTA passes (so the grid also completes only after the
+    // key side's).
+    local_load_tile<kWgmma, false, Element, kHeadDim>(
+        sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
+        L, d, tid);
+    local_load_tile<kWgmma, false, Element, kHeadDim>(
+        sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
+        p.dout.row_stride, row0, L, d, tid);
+    pdl_wait();
     const double bound = local_dp_bound(p, b, h);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -534,12 +541,6 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         local_load_tile<kWgmma, false, Element, kHeadDim>(sK + kst * kTile, k_base, p.k.row_stride, kt * kTileN, L, d, tid);
         local_load_tile<kWgmma, false, Element, kHeadDim>(sV + vst * kTile, v_base, p.v.row_stride, kt * kTileN, L, d, tid);
     };
-    local_load_tile<kWgmma, false, Element, kHeadDim>(
-        sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
-        L, d, tid);
-    local_load_tile<kWgmma, false, Element, kHeadDim>(
-        sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
-        p.dout.row_stride, row0, L, d, tid);
     const float sl = p.scale * kLog2e;
     float dq[kDT][4];
     zero_acc(dq);
