@@ -297,6 +297,56 @@ def test_wide_block_bands_warp_specialised_in_subprocess():
     assert int(out.split()[-1]) == 2 * len(_WIDE_BLOCK_CASES), out
 
 
+# Backward problems for the PDL chain check: the small (single-wave) grids where the key and query
+# sides run the plain kernels (the chain's programmatic dependents), GQA, L not a multiple of 64, a
+# block band, d 32 / 64 / 128, and one big enough for the warp-specialised kernels (plain launches).
+_PDL_CASES = [  # (B, H, Hkv, L, d, kind, kwargs)
+    (1, 4, 4, 4096, 128, "sliding", dict(window=(256, 256))),
+    (2, 4, 2, 1000, 64, "sliding", dict(window=(100, 50))),
+    (1, 8, 1, 777, 32, "sliding", dict(window=(-1, 0))),
+    (1, 4, 2, 1000, 64, "block", dict(block_size=100, window_blocks=3)),
+    (1, 12, 12, 4096, 64, "block", dict(block_size=256, window_blocks=16)),
+]
+
+
+@pytest.mark.cuda
+def test_cuda_backward_pdl_chain_bitwise_in_subprocess(tmp_path):
+    """On sm_90a the backward's preprocess, key side and query side (the plain kernels) run as
+    programmatic dependents, each copying what predates the backward before it waits for the
+    previous kernel (the key side k and v, the query side q and dout); FWA_WINDOW_PDL=0 launches
+    each after the previous one completes. out, dq, dk and dv must be bitwise equal both ways (a
+    kernel reading D, the max |dout| / |v| or the key side's d_acc sums too early would show)."""
+    import os
+
+    results = []
+    for form in ("default", "0"):
+        path = str(tmp_path / f"pdl-{form}.pt")
+        code = (
+            "import sys, torch\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "import test_local_attention as t\n"
+            "res = []\n"
+            "for i, (B, H, Hkv, L, d, kind, kw) in enumerate(t._PDL_CASES):\n"
+            "    for dt in (torch.float16, torch.bfloat16):\n"
+            "        q, k, v, dout = t.make_qkv(B, H, Hkv, L, d, dtype=dt, device='cuda', seed=3100 + i,\n"
+            "                                   layout='packed' if i % 2 else 'contiguous')\n"
+            "        fn = t.sliding_window_attention if kind == 'sliding' else t.block_sliding_window_attention\n"
+            "        out = fn(q, k, v, **kw)\n"
+            "        grads = torch.autograd.grad(out, (q, k, v), dout)\n"
+            "        res.append([x.detach().cpu() for x in (out, *grads)])\n"
+            f"torch.save(res, {path!r})\n"
+            "print('ok', len(res))\n"
+        )
+        run_in_child(code, {} if form == "default" else {"FWA_WINDOW_PDL": "0"}, f"local backward PDL chain, {form}",
+                     timeout=300)
+        results.append(torch.load(path))
+    default, off = results
+    assert len(default) == len(off) == 2 * len(_PDL_CASES)
+    for i, (a, b) in enumerate(zip(default, off)):
+        for name, x, y in zip(("out", "dq", "dk", "dv"), a, b):
+            assert torch.equal(x.view(torch.int16), y.view(torch.int16)), (_PDL_CASES[i // 2], name)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("band", [(-1, -1, 1), (-1, 0, 1), (3, 2, 1), (0, 0, 1), (1, 1, 5), (2, 0, 4), (0, 4, 3),
                                   (-1, 1, 6), (2, -1, 2), (2 ** 40, 0, 3), (0, 2 ** 62, 2 ** 62), (1, 1, 2 ** 62)])
