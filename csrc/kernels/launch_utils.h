@@ -20,7 +20,9 @@ inline bool env_switch_on(const char* name) {
 
 // FWA_WINDOW_PDL (default on; "0": stream-ordered launches for A/B timing, or a platform without
 // programmatic dependent launch): the window op's kernels launched as programmatic dependents (the
-// forward and the backward's preprocess after the bias+mask build, the forward's row-tail kernel).
+// forward and the backward's preprocess after the bias+mask build, the forward's row-tail kernel,
+// the tiled backward's chain) and the sliding-window backward's preprocess -> key side -> query
+// side chain (launch_local_bwd_impl).
 inline bool window_pdl_enabled() {
     static const bool on = env_switch_on("FWA_WINDOW_PDL");
     return on;
