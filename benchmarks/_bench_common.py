@@ -76,22 +76,8 @@ def cuda_graph_median_ms(fn: Callable, runs: int, *, flush_l2: bool = True, warm
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        result = fn()
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if flush_l2 else None
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        if flush is not None:
-            flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        graph.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    del result, graph
-    return statistics.median(times)
+        result = fn()  # noqa: F841 (the graph's outputs stay alive while it is replayed)
+    return cuda_event_median_ms(graph.replay, runs, flush_l2=flush_l2, warmup=1)
 
 
 def graph_times(res: Dict, fns: Dict[str, Callable], runs: int) -> None:
