@@ -594,6 +594,7 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             add("FAIL", f"{tag} ours differs from the float64 reference (row aborted)")
             continue
         b = row.get("bars") or {}
+        g = b.get("graph") or {}
         ours = row["impls"].get("ours") or {}
         for mode, label in (("fwd", "fwd"), ("fwdbwd", "fwd+bwd")):
             hb = (f" (host-bound: ours issued in {ours[f'{mode}_host_ms']:.3f} of {ours[f'{mode}_ms']:.3f} ms)"
@@ -605,7 +606,6 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= flex {label}: "
                     f"{b[f'speedup_vs_flex_{mode}']:.2f}x{hb}")
-            g = b.get("graph") or {}
             if g.get(key) is not None:
                 add_gpu(g[key], f"{tag} ours >= flex {label}, GPU time: {g[f'speedup_vs_flex_{mode}']:.2f}x")
             key = f"ours_3x_sdpa_dense_{mode}"
@@ -617,7 +617,6 @@ def bar_lines(rows: List[Dict], scaling: Dict[str, Dict], device: str) -> Tuple[
             else:
                 add("PASS" if v else "FAIL", f"{tag} ours >= 3x sdpa_dense {label}: "
                     f"{b[f'speedup_vs_sdpa_dense_{mode}']:.2f}x{hb}")
-            g = b.get("graph") or {}
             if g.get(key) is not None:
                 add_gpu(g[key], f"{tag} ours >= 3x sdpa_dense {label}, GPU time: "
                         f"{g[f'speedup_vs_sdpa_dense_{mode}']:.2f}x")

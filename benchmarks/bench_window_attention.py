@@ -366,17 +366,8 @@ def evaluate_bars(row: Dict) -> Dict:
     bars: Dict[str, object] = {}
     if not ok(ours) or not peers:
         return bars
-    best_fwd = min(peers.items(), key=lambda kv: kv[1]["fwd_ms"])
-    best_fb = min(peers.items(), key=lambda kv: kv[1]["fwdbwd_ms"])
-    bars["fastest_peer_fwd"] = best_fwd[0]
-    bars["fastest_peer_fwdbwd"] = best_fb[0]
-    bars["speedup_fwd"] = best_fwd[1]["fwd_ms"] / ours["fwd_ms"]
-    bars["speedup_fwdbwd"] = best_fb[1]["fwdbwd_ms"] / ours["fwdbwd_ms"]
-    bars["fwd_3x"] = bars["speedup_fwd"] >= 3.0
-    bars["fwdbwd_3x"] = bars["speedup_fwdbwd"] >= 3.0
-    bars["fwd_over_hbm_floor"] = ours["fwd_ms"] / row["hbm_floor_ms"]
+    bars.update(speed_and_floor_bars(row, ours, peers, "_ms"))
     bars["hbm_floor_fraction"] = row["hbm_floor_ms"] / ours["fwd_ms"]
-    bars["fwd_within_1p5x_floor"] = bars["fwd_over_hbm_floor"] <= 1.5 if row["N"] <= 256 else None
     sdpa = impls.get("sdpa")
     bars["peak_le_sdpa"] = ours["peak_mb"] <= sdpa["peak_mb"] if sdpa and ok(sdpa) else None
     checks = [bars["fwd_3x"], bars["fwdbwd_3x"], bars["fwd_within_1p5x_floor"], bars["peak_le_sdpa"]]
@@ -401,14 +392,24 @@ def evaluate_graph_bars(row: Dict, peers: Dict[str, Dict]) -> Dict:
     if not have:
         g["why"] = "no peer could be captured"
         return g
-    for mode in ("fwd", "fwdbwd"):
-        best = min(have.items(), key=lambda kv: kv[1][f"{mode}_graph_ms"])
-        g[f"fastest_peer_{mode}"] = best[0]
-        g[f"speedup_{mode}"] = best[1][f"{mode}_graph_ms"] / ours[f"{mode}_graph_ms"]
-        g[f"{mode}_3x"] = g[f"speedup_{mode}"] >= 3.0
-    g["fwd_over_hbm_floor"] = ours["fwd_graph_ms"] / row["hbm_floor_ms"]
-    g["fwd_within_1p5x_floor"] = g["fwd_over_hbm_floor"] <= 1.5 if row["N"] <= 256 else None
+    g.update(speed_and_floor_bars(row, ours, have, "_graph_ms"))
     return g
+
+
+def speed_and_floor_bars(row: Dict, ours: Dict, peers: Dict[str, Dict], suffix: str) -> Dict:
+    """The speed bars (fastest peer, speed-up, >= 3x; forward and fwd+bwd) and the forward's HBM-floor
+    bar from the times ``{mode}{suffix}`` (``_ms`` per call, ``_graph_ms`` GPU time) of ours and of
+    ``peers`` (non-empty, each with both times)."""
+    b: Dict[str, object] = {}
+    for mode in ("fwd", "fwdbwd"):
+        key = f"{mode}{suffix}"
+        best = min(peers.items(), key=lambda kv: kv[1][key])
+        b[f"fastest_peer_{mode}"] = best[0]
+        b[f"speedup_{mode}"] = best[1][key] / ours[key]
+        b[f"{mode}_3x"] = b[f"speedup_{mode}"] >= 3.0
+    b["fwd_over_hbm_floor"] = ours[f"fwd{suffix}"] / row["hbm_floor_ms"]
+    b["fwd_within_1p5x_floor"] = b["fwd_over_hbm_floor"] <= 1.5 if row["N"] <= 256 else None
+    return b
 
 
 def print_tables(rows: List[Dict], impl_names: List[str]) -> None:
