@@ -60,9 +60,9 @@ FWA_DEVICE double local_dp_bound(const LocalBwdParams& p, int64_t b, int h) {
            double(p.absmax[int64_t(p.B) * p.H + b * p.Hkv + h / p.group]);
 }
 
-// Rows of one slice per preprocess CTA. Each CTA walks its rows kNumThreads / (d / 8) at a time,
-// one dependent load round trip per step: 256 rows (8 - 32 steps) left the pass latency-bound on
-// the small problems (H100, bf16, session 27 run I, 256 -> 64 rows: block256x16 B1 H12 L4096 d64
+// Rows of one slice per preprocess CTA (and per block of the CTA's walk: see the kernel). When
+// each CTA walked its rows kNumThreads / (d / 8) at a time, with one dependent load round trip per
+// step, 256 rows (8 - 32 steps) left the pass latency-bound on the small problems (H100, bf16, session 27 run I, 256 -> 64 rows: block256x16 B1 H12 L4096 d64
 // 0.015 -> 0.007 ms, win(256,256) B1 H4 L4096 d128 0.023 -> 0.007; bandwidth-bound either way:
 // causal B8 H16 L2048 d64 0.042 -> 0.041, win(1024,0) B2 H16 L16384 d128 0.145 -> 0.142).
 constexpr int kPrepRows = 64;
@@ -71,7 +71,7 @@ constexpr int kPrepRows = 64;
 // [chunk * rows_per_chunk, ...) of one slice: a dout slice (b, h) (slice < B H) writes D~ of each
 // row and takes max |dout|, a v slice (b, hk) takes max |v|. Rows are processed kTPR threads per row
 // (one 16-byte chunk each, the dot product reduced over those lanes), kNumThreads / kTPR rows at a
-// time; one atomicMax per CTA.
+// time, after the loads of kPrepRows rows; one atomicMax per CTA.
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const LocalBwdParams p, int chunks) {
     using Tr = ElementTraits<Element>;
@@ -97,37 +97,45 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const 
     const int c = (tid % kTPR) * 8;
     float m = 0.f;
     bool nan = false;
-    // Uniform trip count over the CTA (the shuffles below).
-    for (int64_t rb = r0; rb < r_end; rb += kRowsPerIter) {
-        const int64_t row = rb + tid / kTPR;
-        const bool ok = row < r_end && c < p.d;
-        float dsum = 0.f;
-        if (ok) {
-            const uint4 x = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
-            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-            if (is_v) {
+    // Blocks of kPrepRows rows (one block unless L / kPrepRows exceeds the chunk cap), each with
+    // every load issued before the first is used: one load round trip per block, not one per
+    // kRowsPerIter rows (H200, win(256,256) B1 H4 L4096 d128: 8 dependent round trips took
+    // 9.5 us). Rows past the chunk read as zeros, which change neither max nor sum; the trip
+    // counts are uniform over the CTA (the shuffles below).
+    constexpr int kIters = kPrepRows / kRowsPerIter;
+    static_assert(kIters * kRowsPerIter == kPrepRows, "whole row groups per block");
+    for (int64_t rb = r0; rb < r_end; rb += kPrepRows) {
+        uint4 x[kIters], o[kIters];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float2 f = Tr::unpack(w[e]);
-                    m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
-                    nan |= (f.x != f.x) || (f.y != f.y);
-                }
-            } else {
-                const uint4 o = *reinterpret_cast<const uint4*>(out_base + row * p.out.row_stride + c);
-                const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
+        for (int i = 0; i < kIters; ++i) {
+            const int64_t row = rb + i * kRowsPerIter + tid / kTPR;
+            x[i] = o[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (row < r_end && c < p.d) {
+                x[i] = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
+                if (!is_v) o[i] = *reinterpret_cast<const uint4*>(out_base + row * p.out.row_stride + c);
+            }
+        }
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float2 f = Tr::unpack(w[e]), y = Tr::unpack(ow[e]);
-                    m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
-                    nan |= (f.x != f.x) || (f.y != f.y);
+        for (int i = 0; i < kIters; ++i) {
+            const int64_t row = rb + i * kRowsPerIter + tid / kTPR;
+            const uint32_t w[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
+            const uint32_t ow[4] = {o[i].x, o[i].y, o[i].z, o[i].w};
+            float dsum = 0.f;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 f = Tr::unpack(w[e]);
+                m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
+                nan |= (f.x != f.x) || (f.y != f.y);
+                if (!is_v) {
+                    const float2 y = Tr::unpack(ow[e]);
                     dsum = fmaf(y.x, f.x, fmaf(y.y, f.y, dsum));
                 }
             }
-        }
-        if (!is_v) {   // CTA-uniform
+            if (!is_v) {   // CTA-uniform
 #pragma unroll
-            for (int o = 1; o < kTPR; o <<= 1) dsum += __shfl_xor_sync(0xffffffffu, dsum, o);
-            if (row < r_end && tid % kTPR == 0) p.dsum[(b * p.H + h) * p.L + row] = dsum;
+                for (int sh = 1; sh < kTPR; sh <<= 1) dsum += __shfl_xor_sync(0xffffffffu, dsum, sh);
+                if (row < r_end && tid % kTPR == 0) p.dsum[(b * p.H + h) * p.L + row] = dsum;
+            }
         }
     }
 #pragma unroll
