@@ -293,15 +293,20 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
             return it / n_qt;
         }
     };
-    auto issue_loads = [&](int item) {
+    // Item `item`'s copies: q, dout and lse (kInputs), which predate the backward, and the
+    // preprocess's D~ (kD).
+    auto issue_loads = [&](int item, auto inputs, auto d_rows) {
+        constexpr bool kInputs = decltype(inputs)::value, kD = decltype(d_rows)::value;
         const int gi = item_head(item);
         const int qt = qt_first + (item - gi * n_qt);
         const int h = hk * p.group + gi;
         const int st = item & 1;
-        local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride, qt * kTileM, L, d,
-                                                              tid);
-        local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h), p.dout.row_stride, qt * kTileM,
-                                                              L, d, tid);
+        if constexpr (kInputs) {
+            local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sQ + st * kTile, head_ptr(p.q, h), p.q.row_stride,
+                                                                  qt * kTileM, L, d, tid);
+            local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sO + st * kTile, head_ptr(p.dout, h),
+                                                                  p.dout.row_stride, qt * kTileM, L, d, tid);
+        }
         if (tid < kTileM) {
             // Rows >= L get lse = D = 0 (zero-fill); they are masked below (query_hi <= L - 1)
             // and their q, dout rows are zero.
@@ -309,20 +314,22 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
             const int ok = i < L ? 4 : 0;
             const int64_t src = (b * p.H + h) * int64_t(L) + (i < L ? i : 0);
             float* dst = sRow + st * 2 * kTileM;
-            cp_async_4(smem_u32(dst + tid), p.lse + src, ok);
-            cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
+            if constexpr (kInputs) cp_async_4(smem_u32(dst + tid), p.lse + src, ok);
+            if constexpr (kD) cp_async_4(smem_u32(dst + kTileM + tid), p.dsum + src, ok);
         }
     };
 
     local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sK, head_ptr(p.k, hk), p.k.row_stride, key0, L, d, tid);
     local_load_tile<kWgmma, kHoistLoads, Element, kHeadDim>(sV, head_ptr(p.v, hk), p.v.row_stride, key0, L, d, tid);
-    // Launched as the preprocess's programmatic dependent (launch_local_bwd_impl): k and v above
-    // predate the backward; D (issue_loads) and the max |dout|, |v| (local_dp_bound) are the
-    // preprocess's, read after this wait. The query side, this kernel's dependent, waits for it
-    // before it reads anything.
+    // Launched as the preprocess's programmatic dependent (launch_local_bwd_impl): k, v and the
+    // first item's q, dout and lse predate the backward; D (issue_loads) and the max |dout|, |v|
+    // (local_dp_bound) are the preprocess's, read after this wait (the first item's copies are
+    // one commit group). The query side, this kernel's dependent, waits for it before it reads
+    // anything the key side writes.
+    issue_loads(0, std::true_type{}, std::false_type{});
     pdl_wait();
     pdl_launch_dependents();
-    issue_loads(0);
+    issue_loads(0, std::false_type{}, std::true_type{});
     cp_async_commit();
 
     const float sl = p.scale * kLog2e;
@@ -374,7 +381,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_kv_kernel(const Lo
         // mma.sync: item - 1's flush here; wgmma: while Sᵀ and dPᵀ run (it reads only the staged
         // sums of the other stage, which this item does not write before its products are done).
         if (!kWgmma && item > 0) flush_d(item - 1);
-        if (item + 1 < n_items) issue_loads(item + 1);
+        if (item + 1 < n_items) issue_loads(item + 1, std::true_type{}, std::true_type{});
         cp_async_commit();
         const int st = item & 1;
         const int qt = qt_first + (item - item_head(item) * n_qt);
@@ -514,34 +521,38 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
     RowInterval iv[2];
     float lse2[2], dsum[2];
     const int64_t row_base = (b * p.H + h) * int64_t(L);
-    // A programmatic dependent of the key side (launch_local_bwd_impl): q and dout (which predate the
-    // backward) are copied first; the key side's d_acc sums and the preprocess's max |dout|, |v|
-    // are read after this wait, which every CTA passes (so the grid also completes only after the
-    // key side's).
+    // A programmatic dependent of the key side (launch_local_bwd_impl): q, dout, k, v and lse
+    // predate the backward; the key side's d_acc sums and the preprocess's max |dout|, |v| are read
+    // after the wait in read_rows, which every CTA passes (so the grid also completes only after
+    // the key side's). The wgmma path copies q, dout and its first two key tiles and issues the
+    // first tile's S and dP before it (they overlap the key side's last CTAs), the mma.sync path
+    // its copies of q and dout.
     local_load_tile<kWgmma, false, Element, kHeadDim>(
         sQ, static_cast<const Element*>(p.q.ptr) + b * p.q.batch_stride + h * p.q.head_stride, p.q.row_stride, row0,
         L, d, tid);
     local_load_tile<kWgmma, false, Element, kHeadDim>(
         sO, static_cast<const Element*>(p.dout.ptr) + b * p.dout.batch_stride + h * p.dout.head_stride,
         p.dout.row_stride, row0, L, d, tid);
-    pdl_wait();
-    const double bound = local_dp_bound(p, b, h);
+    auto read_rows = [&] {
+        pdl_wait();
+        const double bound = local_dp_bound(p, b, h);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int row = row0 + warp * 16 + g + 8 * r;
-        iv[r].set(band.key_lo(row), band.key_hi(row), L);
-        // Rows >= L: q and dout rows are zero-filled and dq is not stored; any finite value works.
-        lse2[r] = row < L ? p.lse[row_base + row] * kLog2e : 0.f;
-        dsum[r] = 0.f;
-        if (row < L) {
-            // D = sum P dP from the key side's fixed-point sum (units of dp_bound * 2^-61; sum P = 1
-            // to within the fp32 rounding of lse)
-            const int64_t id = row_base + row;
-            const long long sp = static_cast<long long>(p.d_acc[id]);
-            dsum[r] = p.d_bad[id] != 0 ? __int_as_float(0x7fffffff)
-                                       : static_cast<float>(double(sp) * (bound / kTwo61));
+        for (int r = 0; r < 2; ++r) {
+            const int row = row0 + warp * 16 + g + 8 * r;
+            iv[r].set(band.key_lo(row), band.key_hi(row), L);
+            // Rows >= L: q and dout rows are zero-filled and dq is not stored; any finite value works.
+            lse2[r] = row < L ? p.lse[row_base + row] * kLog2e : 0.f;
+            dsum[r] = 0.f;
+            if (row < L) {
+                // D = sum P dP from the key side's fixed-point sum (units of dp_bound * 2^-61; sum P = 1
+                // to within the fp32 rounding of lse)
+                const int64_t id = row_base + row;
+                const long long sp = static_cast<long long>(p.d_acc[id]);
+                dsum[r] = p.d_bad[id] != 0 ? __int_as_float(0x7fffffff)
+                                           : static_cast<float>(double(sp) * (bound / kTwo61));
+            }
         }
-    }
+    };
 
     const Element* k_base = static_cast<const Element*>(p.k.ptr) + b * p.k.batch_stride + hk * p.k.head_stride;
     const Element* v_base = static_cast<const Element*>(p.v.ptr) + b * p.v.batch_stride + hk * p.v.head_stride;
@@ -583,6 +594,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         wg_abt_issue<Element, kHeadDim>(s, smem_u32(sQ), smem_u32(sK));
         wg_abt_issue<Element, kHeadDim>(dp, smem_u32(sO), smem_u32(sV));
         wgmma_commit();
+        read_rows();
         wgmma_wait<0>();
         wgmma_fence_operand(s);
         wgmma_fence_operand(dp);
@@ -624,6 +636,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_q_kernel(const Loc
         wgmma_wait<0>();
         wgmma_fence_operand(dq);
     } else {
+        read_rows();
         issue_kv(kt_first, 0, 0);
         cp_async_commit();
         for (int it = 0; it < n_tiles; ++it) {
