@@ -20,7 +20,9 @@
 // core-matrix layout measured 1.5x slower than the mma.sync kernel (session 9).
 //
 // Schedule: per step, S, the softmax and P v in turn; k and v double-buffered with cp.async (the
-// next step's copies overlap this step's products; 3 stages measured ~1 %, session 10); the other
+// next step's copies overlap this step's products; 3 stages measured ~1 %, session 10), triple-
+// buffered with one warpgroup at d = 128 (the small grids that keep this kernel: H200, session 46,
+// win(256,256) B1 H4 L4096 forward 24.4-24.7 -> 24.0-24.4 us of GPU time, bitwise equal); the other
 // warpgroups of the SM overlap each other's softmax and products. (An FA3-style overlap inside the
 // warpgroup, S of tile j issued with P v of tile j - 1 and the softmax between them, with v
 // triple-buffered, measured 2-7 % slower on the H100 at d = 64 and 128 in session 9; in session 11,
@@ -40,7 +42,9 @@ namespace fwa {
 
 template <int kHeadDim, int kWG, int kKeys = kTileN> struct LocalFwdWgmmaSmem {
     static constexpr int kTileBytes = kTileM * kHeadDim * 2;   // a multiple of 1024
-    static constexpr int kStages = 2;                           // k and v stages each
+    // k and v stages each: 3 with one warpgroup at d = 128 (113 KB: still 2 CTAs per SM, the
+    // copies two steps ahead), else 2.
+    static constexpr int kStages = kWG == 1 && kHeadDim == 128 && kKeys == kTileN ? 3 : 2;
     static constexpr int kStageBytes = kKeys / kTileN * kTileBytes;
     // kWG q tiles, k stages, v stages; the output is staged (padded rows) in the k and v stages at
     // the end. +1 KB: the tiles start at the first 1024-byte-aligned shared address (128-byte swizzle).
@@ -132,6 +136,12 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     load_tile_sw128_async<Element, kHeadDim, kNumThreads>(sQ, q_base, p.q.row_stride, row0, L, d, wtid);
     issue_kv(0);
     cp_async_commit();
+    constexpr int kAhead = Smem::kStages - 1;   // steps whose copies are in flight ahead of a step
+    const int n_steps = (n_tiles + kT - 1) / kT;
+    if constexpr (kAhead == 2) {
+        if (n_steps > 1) issue_kv(1);
+        cp_async_commit();
+    }
 
     const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
     float o_acc[kDT][4];
@@ -178,14 +188,14 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         wgmma_commit();
     };
 
-    // Top of step it: step it's copies landed for every thread and every warp finished step
-    // it - 1, so step it + 1 may go to the stages of step it - 1.
-    const int n_steps = (n_tiles + kT - 1) / kT;
+    // Top of step it: step it's copies landed for every thread (one commit group per step; the
+    // kAhead - 1 newest may still be in flight) and every warp finished step it - 1, so step
+    // it + kAhead may go to the stages of step it - 1.
     for (int it = 0; it < n_steps; ++it) {
-        cp_async_wait<0>();
+        cp_async_wait<kAhead - 1>();
         fence_proxy_async_smem();   // this thread's copies -> visible to wgmma's reads
         __syncthreads();
-        if (it + 1 < n_steps) issue_kv(it + 1);
+        if (it + kAhead < n_steps) issue_kv(it + kAhead);
         cp_async_commit();
 
         const int kt = kt_first + it * kT;
