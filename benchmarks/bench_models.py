@@ -30,6 +30,15 @@ For every (model, variant):
              checks, so that a call on a slow host is not read as a kernel result (the GPU's
              launch queue, ~1000 kernels, also holds the host back: the flag assumes a step of at
              most about a thousand launches, as these models' ~900-1200)
+  GPU time   (CUDA, --graph-iters N > 0, default 20) the same step captured once in a CUDA graph
+             (after 3 warm-up calls on a side stream) and replayed N times, the L2 flushed before
+             each, median (_bench_common.cuda_graph_median_ms): the kernels' time with no host time
+             in it, so a host-bound step still gets a kernel-level figure. Captured with the
+             autocast cache off (torch.autocast(cache_enabled=False), as CUDA graphs require: the
+             same casts, made where they are used); training steps with SGD only (fused AdamW's
+             step is not captured here). A step that cannot be captured gets its reason instead,
+             and the other figures stand. The bar checks are repeated on these times (lower-case
+             lines, counted apart)
   memory     torch.cuda.max_memory_allocated() over one more step after reset_peak_memory_stats():
              absolute, so it includes weights, gradients and optimizer state (the same in every
              variant) plus activations
@@ -43,7 +52,7 @@ compiled ceiling's; swapped peak memory below the unswapped model's, eager and c
 
     python benchmarks/bench_models.py [--models a,b] [--variants eager,compile,swap,swap_compile,
         ceiling,ceiling_compile | a,b,c,d,e] [--modes infer,train] [--quick] [--batch-scale F]
-        [--batch N] [--iters N] [--warmup N] [--no-compile] [--optimizer sgd|adamw]
+        [--batch N] [--iters N] [--warmup N] [--graph-iters N] [--no-compile] [--optimizer sgd|adamw]
         [--out DIR | FILE.json] [--append] [--time-budget S] [--device cuda|cpu]
 
 --append merges into an existing JSON per (model, variant): what is measured now replaces the earlier
@@ -236,7 +245,8 @@ def build_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
 
 def make_step(runner: Callable, x: torch.Tensor, y: torch.Tensor, amp: Dict, opt=None) -> Callable[[], object]:
     """One inference step (``opt`` None: no grad, returns the output) or one training step
-    (cross-entropy, backward, ``opt.step()``) of ``runner`` on ``x`` under ``torch.autocast(**amp)``."""
+    (cross-entropy, backward, ``opt.step()``; returns the loss) of ``runner`` on ``x`` under
+    ``torch.autocast(**amp)``."""
     if opt is None:
         def step():
             with torch.no_grad(), torch.autocast(**amp):
@@ -248,7 +258,22 @@ def make_step(runner: Callable, x: torch.Tensor, y: torch.Tensor, amp: Dict, opt
                 loss = F.cross_entropy(runner(x), y)
             loss.backward()
             opt.step()
+            return loss
     return step
+
+
+def graph_step_ms(runner: Callable, x: torch.Tensor, y: torch.Tensor, amp: Dict, opt, optimizer: str,
+                  runs: int) -> Tuple[Optional[float], str]:
+    """(GPU time in ms, "ok") of one step captured in a CUDA graph and replayed (the median of
+    ``runs`` replays, _bench_common.cuda_graph_median_ms), or (None, why not). The step is
+    make_step's with the autocast cache off (a requirement of capture under autocast)."""
+    if opt is not None and optimizer != "sgd":
+        return None, f"n/a: the {optimizer} training step is not captured (SGD only)"
+    step = make_step(runner, x, y, dict(amp, cache_enabled=False), opt)
+    try:
+        return _common.cuda_graph_median_ms(step, runs), "ok"
+    except Exception as exc:  # noqa: BLE001 (not capturable: a result, not a crash)
+        return None, "capture failed: " + describe_error(exc)
 
 
 def run_variant(v: Variant, model_name: str, x: torch.Tensor, y: torch.Tensor, args, device: torch.device,
@@ -309,6 +334,10 @@ def run_variant(v: Variant, model_name: str, x: torch.Tensor, y: torch.Tensor, a
             step = make_step(runner, x, y, amp, opt)
             t = time_steps(step, warmup, iters, device)
             peak, base = peak_memory(step, device)
+            if device.type == "cuda" and args.graph_iters > 0:
+                gms, gstatus = graph_step_ms(runner, x, y, amp, opt, args.optimizer, args.graph_iters)
+                rec[f"{mode}_graph_ms"] = gms
+                rec[f"{mode}_graph_status"] = gstatus
             rec[f"{mode}_ms"] = t["ms"]
             rec[f"{mode}_host_ms"] = t["host_ms"]
             rec[f"{mode}_times_ms"] = [round(s, 4) for s in t["times_ms"]]
@@ -363,6 +392,9 @@ def derive(entry: Dict) -> None:
                 rec[f"{mode}_{name}"] = r / t if (t and r) else None
             c = _num(vs.get(CEILING_OF.get(key, "")), f"{mode}_ms")
             rec[f"{mode}_over_ceiling"] = t / c if (t and c) else None
+            tg = _num(rec, f"{mode}_graph_ms")
+            cg = _num(vs.get(CEILING_OF.get(key, "")), f"{mode}_graph_ms")
+            rec[f"{mode}_graph_over_ceiling"] = tg / cg if (tg and cg) else None
     entry["bar_checks"] = bar_checks(entry)
 
 
@@ -381,6 +413,19 @@ def bar_checks(entry: Dict) -> List[Dict]:
                 f"{k} issued in {g(k, f'{mode}_host_ms'):.2f} of {g(k, f'{mode}_ms'):.2f} ms" for k in bound)
         checks.append({"check": desc, "pass": ok, "value": a, "reference": b, "detail": detail,
                        "host_bound": bound})
+        # the same check on GPU times (CUDA-graph replay), where both sides have one
+        ga, gb = g(key_a, f"{mode}_graph_ms"), g(key_b, f"{mode}_graph_ms")
+        if ga is not None or gb is not None or any(
+                (vs.get(k) or {}).get(f"{mode}_graph_status") not in (None, "ok") for k in (key_a, key_b)):
+            gok = None if ga is None or gb is None else ga <= limit * gb
+            if gok is None:
+                why = [f"{k}: {(vs.get(k) or {}).get(f'{mode}_graph_status') or 'not measured'}"
+                       for k, val in ((key_a, ga), (key_b, gb)) if val is None]
+                gdetail = "n/a (" + "; ".join(why) + ")"
+            else:
+                gdetail = f"{ga:.2f} ms vs {limit:.2f} x {gb:.2f} = {limit * gb:.2f} ms ({ga / gb:.3f}x)"
+            checks.append({"check": desc + ", GPU time", "pass": gok, "value": ga, "reference": gb,
+                           "detail": gdetail, "gpu_time": True})
 
     def lower(desc, a, b):
         ok = None if a is None or b is None else a < b
@@ -460,6 +505,20 @@ def print_model_table(entry: Dict) -> None:
             hosts.append(f"{rec['letter']} {', '.join(parts)}")
     if hosts:
         print("  host issue ms per step: " + "; ".join(hosts))
+    gpu = []
+    for key, rec in entry["variants"].items():
+        parts = []
+        for m in MODES:
+            if rec.get(f"{m}_status") != "ok" or f"{m}_graph_status" not in rec:
+                continue
+            gms = _num(rec, f"{m}_graph_ms")
+            over = rec.get(f"{m}_graph_over_ceiling")
+            parts.append(f"{m} " + (f"{gms:.2f}" + (f" ({over:.3f}x ceil)" if over else "") if gms is not None
+                                    else str(rec[f"{m}_graph_status"])[:60]))
+        if parts:
+            gpu.append(f"{rec['letter']} {', '.join(parts)}")
+    if gpu:
+        print("  GPU time ms per step (CUDA graph replay): " + "; ".join(gpu))
 
 
 def print_bar_checks(entry: Dict, device_type: str) -> None:
@@ -475,6 +534,8 @@ def print_bar_checks(entry: Dict, device_type: str) -> None:
     print(f"\nBar checks, {entry['name']} ({tag}):")
     for c in entry["bar_checks"]:
         res = "N/A " if c["pass"] is None else ("PASS" if c["pass"] else "FAIL")
+        if c.get("gpu_time"):   # the GPU-time form of a check: lower case, counted apart
+            res = res.lower()
         print(f"  {res}  {c['check']}: {c['detail']}")
 
 
@@ -593,6 +654,9 @@ def main(argv=None) -> int:
                         help="timed training steps (default 10, 5 with --quick); inference uses twice as many")
     parser.add_argument("--warmup", type=int, default=None,
                         help="untimed warm-up calls per mode, the first one compiles (default 3, 2 with --quick)")
+    parser.add_argument("--graph-iters", type=int, default=None,
+                        help="CUDA only: replays of each step captured in a CUDA graph, for its GPU time with "
+                             "no host time in it (default 20, 10 with --quick; 0: not measured)")
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile variants")
     parser.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd",
                         help="training-step optimizer: SGD momentum 0.9 foreach (default) or fused AdamW")
@@ -635,6 +699,9 @@ def main(argv=None) -> int:
     args.warmup = max(1, args.warmup)  # the first call (compile) is never timed
     args.iters = max(1, args.iters)
     args.infer_iters = 2 * args.iters
+    if args.graph_iters is None:
+        args.graph_iters = 0 if cpu else (10 if args.quick else 20)
+    args.graph_iters = max(0, args.graph_iters)
     scale = args.batch_scale if args.batch_scale is not None else (0.5 if args.quick else 1.0)
 
     def batch_for(name: str) -> int:
@@ -688,6 +755,9 @@ def main(argv=None) -> int:
                    "(first warm-up call includes torch.compile)" if not cpu else
                    "median of perf_counter times (CPU smoke test)"),
         "memory": "torch.cuda.max_memory_allocated over one step after reset_peak_memory_stats (absolute)",
+        "graph_timing": (f"each step captured in a CUDA graph (autocast cache off) and replayed {args.graph_iters} "
+                         "times, L2 flushed before each, median (<mode>_graph_ms: GPU time, no host time)"
+                         if args.graph_iters > 0 else "not measured"),
         "warmup": args.warmup, "train_iters": args.iters, "infer_iters": args.infer_iters,
         "quick": args.quick, "seed": args.seed, "modes": args.modes,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 
+import bench_models as bmod  # noqa: E402
 import bench_sliding_window as bs  # noqa: E402
 import bench_window_attention as bw  # noqa: E402
 
@@ -90,3 +91,50 @@ def test_sliding_gpu_time_checks_skip_what_was_not_captured():
     assert row["bars"]["graph"] == {}
     _, counts = bs.bar_lines([row], {}, "cuda")
     assert counts["gpu PASS"] == counts["gpu FAIL"] == 0 and counts["PASS"] == 2
+
+
+def _model_rec(infer, train, ginfer=None, gtrain=None, host=(0.1, 0.1), gstatus=None):
+    r = {"letter": "x", "label": "x", "status": "ok", "infer_status": "ok", "train_status": "ok",
+         "infer_ms": infer, "train_ms": train, "infer_host_ms": host[0], "train_host_ms": host[1]}
+    for m, v in (("infer", ginfer), ("train", gtrain)):
+        r[f"{m}_graph_ms"] = v
+        r[f"{m}_graph_status"] = "ok" if v is not None else (gstatus or "capture failed: RuntimeError: x")
+    return r
+
+
+def test_model_gpu_time_checks_beside_the_per_call_ones():
+    # per call the compiled steps are host-bound (issued in ~all of their time); on GPU time the
+    # swapped compiled training step is within 1.15x of the compiled ceiling's
+    entry = {"name": bmod.BAR_MODEL, "batch": bmod.BAR_BATCH, "variants": {
+        "swap": _model_rec(12.0, 37.0, 11.0, 34.0),
+        "swap_compile": _model_rec(6.6, 31.9, 5.6, 21.0, host=(5.6, 31.8)),
+        "ceiling": _model_rec(11.1, 32.4, 10.5, 30.0),
+        "ceiling_compile": _model_rec(5.0, 19.0, 4.9, 18.5, host=(3.3, 18.8)),
+    }}
+    bmod.derive(entry)
+    checks = {c["check"]: c for c in entry["bar_checks"]}
+    per_call = checks["swapped+compile train <= 1.15x ceiling compiled train"]
+    gpu = checks["swapped+compile train <= 1.15x ceiling compiled train, GPU time"]
+    assert per_call["pass"] is False and per_call["host_bound"] == ["swap_compile", "ceiling_compile"]
+    assert gpu["pass"] is True and gpu["gpu_time"] and gpu["value"] == 21.0 and gpu["reference"] == 18.5
+    assert checks["swapped+compile inference <= 1.15x ceiling compiled inference, GPU time"]["pass"] is True
+    assert checks["swapped eager train <= 1.15x ceiling eager train, GPU time"]["pass"] is True   # 34 <= 34.5
+    assert entry["variants"]["swap_compile"]["train_graph_over_ceiling"] == pytest.approx(21.0 / 18.5)
+    assert not any(c.get("gpu_time") for c in entry["bar_checks"] if "memory" in c["check"])
+
+
+def test_model_gpu_time_check_names_what_was_not_captured():
+    entry = {"name": bmod.BAR_MODEL, "batch": bmod.BAR_BATCH, "variants": {
+        "swap": _model_rec(12.0, 37.0, 11.0, None, gstatus="n/a: the adamw training step is not captured (SGD only)"),
+        "ceiling": _model_rec(11.1, 32.4, 10.5, 30.0),
+    }}
+    bmod.derive(entry)
+    gpu = [c for c in entry["bar_checks"] if c.get("gpu_time")]
+    assert len(gpu) == 1 and gpu[0]["pass"] is None and "SGD only" in gpu[0]["detail"]
+    # no graph figures at all (a CPU run, or --graph-iters 0): no GPU-time checks
+    for rec in entry["variants"].values():
+        for m in ("infer", "train"):
+            rec.pop(f"{m}_graph_ms")
+            rec.pop(f"{m}_graph_status")
+    bmod.derive(entry)
+    assert not any(c.get("gpu_time") for c in entry["bar_checks"])
