@@ -62,9 +62,10 @@ FWA_DEVICE double local_dp_bound(const LocalBwdParams& p, int64_t b, int h) {
 
 // Rows of one slice per preprocess CTA (and per block of the CTA's walk: see the kernel). When
 // each CTA walked its rows kNumThreads / (d / 8) at a time, with one dependent load round trip per
-// step, 256 rows (8 - 32 steps) left the pass latency-bound on the small problems (H100, bf16, session 27 run I, 256 -> 64 rows: block256x16 B1 H12 L4096 d64
-// 0.015 -> 0.007 ms, win(256,256) B1 H4 L4096 d128 0.023 -> 0.007; bandwidth-bound either way:
-// causal B8 H16 L2048 d64 0.042 -> 0.041, win(1024,0) B2 H16 L16384 d128 0.145 -> 0.142).
+// step, 256 rows (8 - 32 steps) left the pass latency-bound on the small problems (H100, bf16,
+// session 27 run I, 256 -> 64 rows: block256x16 B1 H12 L4096 d64 0.015 -> 0.007 ms, win(256,256)
+// B1 H4 L4096 d128 0.023 -> 0.007; bandwidth-bound either way: causal B8 H16 L2048 d64 0.042 ->
+// 0.041, win(1024,0) B2 H16 L16384 d128 0.145 -> 0.142).
 constexpr int kPrepRows = 64;
 
 // One pass over dout, out and v: CTA (slice, chunk) takes rows
