@@ -9,8 +9,9 @@ dense reference with the explicit mask (the counterpart of tests/test_extremes.p
   that batch that do not read the NaN, are bitwise the outputs of the same run without it), and it
   is not swallowed where it must show;
 - (CUDA) more than 65535 CTAs in a launch, from many heads x a long sequence and from many batches
-  x heads (1-D grids of up to 2**31 - 1 CTAs; the fp32 SIMT kernels' grid-stride loops), compared
-  chunk by chunk with a banded float64 reference.
+  x heads (1-D grids of up to 2**31 - 1 CTAs; the fp32 SIMT kernels' grid-stride loops), and a
+  slice longer than 64 x 65536 rows (the backward preprocess's chunk cap), compared chunk by chunk
+  with a banded float64 reference.
 
 CPU cases run in CI (a few seconds); the CUDA ones are marked ``cuda``.
 """
@@ -296,6 +297,24 @@ def test_cuda_many_ctas_long_sequence(dt):
     problem = make_local_problem(B, H, Hkv, L, d, dtype=FP[dt], device="cuda", band=(100, 0, 1), layout="packed",
                                  seed=2600)
     _check_banded(problem, rows_per_chunk=512)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dt,d", [("fp16", 32), ("bf16", 128)])
+def test_cuda_backward_preprocess_rows_past_its_chunk_cap(dt, d):
+    """B = H = Hkv = 1, L = 64 x 65536 + 1000: a slice of more rows than the fp16 / bf16 backward's
+    preprocess has CTAs for (at most 65536 chunks per slice), so each of its CTAs takes 65 rows and
+    walks them as two blocks (64 rows, then 1), each block's loads issued before they are used. D
+    and max |dout| of every row reach dk / dv (the key side) and the fixed-point D of dq. Every row
+    is compared with a float64 reference computed in chunks of 4096 query rows."""
+    B, H, Hkv, L = 1, 1, 1, 64 * 65536 + 1000
+    assert -(-L // 64) > 65536
+    need = 16 * B * H * L * d * 2 + 2 * B * Hkv * L * d * 8 + (6 << 30)
+    if _free_cuda_bytes() < need:
+        pytest.skip(f"needs {need / 2**30:.0f} GiB of free GPU memory")
+    problem = make_local_problem(B, H, Hkv, L, d, dtype=FP[dt], device="cuda", band=(100, 0, 1), layout="contiguous",
+                                 seed=2800)
+    _check_banded(problem, rows_per_chunk=4096)
 
 
 @pytest.mark.cuda
