@@ -60,13 +60,10 @@ def cuda_event_median_ms(fn: Callable, runs: int, *, flush_l2: bool, warmup: int
     return statistics.median(times)
 
 
-def cuda_graph_median_ms(fn: Callable, runs: int, *, flush_l2: bool = True, warmup: int = 3) -> float:
-    """GPU time of fn in ms with no host time in it: fn captured once in a CUDA graph (after
-    `warmup` calls on a side stream: allocator, autotuning and compilation stay outside), then the
-    median over `runs` replays, each between two CUDA events and synchronised, with a 256 MiB buffer
-    zeroed before each (outside the events: no replay finds its inputs in the L2, as
-    cuda_bench_ms). A replay is one launch, so the time is the kernels' and the gaps between them,
-    whatever the host's speed. Raises where fn cannot be captured."""
+def cuda_graph_capture(fn: Callable, *, warmup: int = 3):
+    """(graph, result): fn captured once in a CUDA graph, after `warmup` calls on a side stream
+    (allocator, autotuning and compilation stay outside the capture). Keep ``result`` (fn's
+    outputs) alive while the graph is replayed. Raises where fn cannot be captured."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -76,7 +73,17 @@ def cuda_graph_median_ms(fn: Callable, runs: int, *, flush_l2: bool = True, warm
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        result = fn()  # noqa: F841 (the graph's outputs stay alive while it is replayed)
+        result = fn()
+    return graph, result
+
+
+def cuda_graph_median_ms(fn: Callable, runs: int, *, flush_l2: bool = True, warmup: int = 3) -> float:
+    """GPU time of fn in ms with no host time in it: fn captured once in a CUDA graph
+    (cuda_graph_capture), then the median over `runs` replays, each between two CUDA events and
+    synchronised, with a 256 MiB buffer zeroed before each (outside the events: no replay finds its
+    inputs in the L2, as cuda_bench_ms). A replay is one launch, so the time is the kernels' and the
+    gaps between them, whatever the host's speed. Raises where fn cannot be captured."""
+    graph, result = cuda_graph_capture(fn, warmup=warmup)  # noqa: F841 (outputs alive while replayed)
     return cuda_event_median_ms(graph.replay, runs, flush_l2=flush_l2, warmup=1)
 
 

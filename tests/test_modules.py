@@ -576,9 +576,9 @@ def test_cuda_autocast_matches_timm(version, window, dtype):
 @pytest.mark.cuda
 def test_cuda_compile_reduce_overhead_v2():
     """torch.compile(mode="reduce-overhead") (CUDA graphs) of the V2 drop-in, bf16 autocast,
-    forward and backward: the position-bias op is in the graph, so its backward's CSR inverse of the
-    index is computed inside the capture (the op caches it only outside one); replays, also with new
-    input values, give the eager module's output and gradients."""
+    forward and backward: the position-bias op is in the graph, and its backward reads the CSR
+    inverse of the index that the eager runs before the recording cached (no sort in the graph);
+    replays, also with new input values, give the eager module's output and gradients."""
     import torch._dynamo
 
     torch._dynamo.reset()

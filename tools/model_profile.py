@@ -31,11 +31,12 @@ def short(name: str) -> str:
     return name.split("(")[0][:90]
 
 
-def variant_step(model_name: str, key: str, batch: int, mode: str, dev: torch.device):
+def variant_step(model_name: str, key: str, batch: int, mode: str, dev: torch.device, amp_cache: bool = True):
     """One training (mode "train", SGD) or inference step of variant ``key`` of
     benchmarks/bench_models.py on a fresh ``model_name`` (random weights, random inputs of the
     model's input size, bf16 autocast), as the benchmark builds it. Returns (step, keep): ``keep``
-    holds the model, runner and optimizer until the caller drops it."""
+    holds the model, runner and optimizer until the caller drops it. ``amp_cache=False``: autocast
+    without its cast cache (as a step captured in a CUDA graph needs)."""
     v = bm.VARIANT_BY_KEY[key]
     bm.reset_dynamo()
     model = bm.build_model(model_name, 0, dev)
@@ -56,7 +57,7 @@ def variant_step(model_name: str, key: str, batch: int, mode: str, dev: torch.de
     else:
         model.eval()
         opt = None
-    step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16), opt)
+    step = bm.make_step(runner, x, y, dict(device_type="cuda", dtype=torch.bfloat16, cache_enabled=amp_cache), opt)
     return step, (model, runner, opt)
 
 

@@ -16,19 +16,24 @@
 // Python-level autograd ops forward and ~15 backward it cost more host time than its GPU work
 // (benchmarks/NOTES.md, session 4). The autograd kernel runs the forward itself (below autograd)
 // to keep the MLP's activations h and sig (T x hidden and T x H: small) for the backward, which
-// then needs no matmul but those of the gradients; the gather's gradient is a sorted
-// (deterministic) index_put_ with accumulation, as autograd's own indexing backward. No gradient
+// then needs no matmul but those of the gradients; the gather's gradient is a segment sum over the
+// positions sorted by index (dtable_cpu on the CPU; on CUDA a sorted index_put_ with accumulation,
+// as autograd's own indexing backward): deterministic. No gradient
 // for coords and index (buffers). That is the CPU implementation (and CUDA's for dtypes other than
 // float32); on CUDA in float32, the usual case (the MLP runs outside autocast), the same math runs
 // as 2 fused kernels forward and 2 backward (csrc/ops/swin_cpb_cuda.cpp, csrc/kernels/swin_cpb.cu)
 // instead of ~6 and ~29 ATen kernel launches.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
 #include "ops/autograd_common.h"
 #include "ops/swin_cpb_common.h"
+
+#include <vector>
 
 namespace flash_window_attn {
 
@@ -99,6 +104,44 @@ at::Tensor gather_bias(const at::Tensor& sig, const at::Tensor& index, const Cpb
   return bias.view({s.H, s.N, s.N});
 }
 
+// d table (T, H) on the CPU: dtable[t, hh] = the sum of grad[hh, e] over the positions e with
+// index[e] = t, added in increasing e (a counting sort gives each t its positions in that order),
+// rows t in parallel: bitwise the same results whatever the thread count. (index_put_ with
+// accumulation, which the CUDA path uses, adds in parallel on the CPU: its results changed from
+// run to run at 16 threads.) float and double accumulate in their own type, 16-bit types in float.
+at::Tensor dtable_cpu(const at::Tensor& grad, const at::Tensor& index, const CpbSizes& s, at::ScalarType out_type) {
+  const int64_t nn = s.N * s.N;
+  const at::Tensor idx = index.reshape({-1}).contiguous();
+  const int64_t* ip = idx.data_ptr<int64_t>();
+  std::vector<int64_t> offsets(s.T + 1, 0), order(nn);
+  for (int64_t e = 0; e < nn; ++e) {
+    TORCH_CHECK_INDEX(ip[e] >= 0 && ip[e] < s.T, kCpbOp, "index holds ", ip[e], " at position ", e,
+                      ", outside the table of ", s.T, " rows");
+    ++offsets[ip[e] + 1];
+  }
+  for (int64_t t = 0; t < s.T; ++t) offsets[t + 1] += offsets[t];
+  {
+    std::vector<int64_t> cursor(offsets.begin(), offsets.end() - 1);
+    for (int64_t e = 0; e < nn; ++e) order[cursor[ip[e]]++] = e;
+  }
+  const at::ScalarType acc = out_type == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor g = grad.reshape({s.H, nn}).to(acc).contiguous();
+  at::Tensor dtable = at::empty({s.T, s.H}, grad.options().dtype(acc));
+  AT_DISPATCH_FLOATING_TYPES(acc, "swin_cpb_bias_dtable_cpu", [&] {
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    scalar_t* out = dtable.data_ptr<scalar_t>();
+    at::parallel_for(0, s.T, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t hh = 0; hh < s.H; ++hh) {
+          scalar_t sum = 0;
+          for (int64_t k = offsets[t]; k < offsets[t + 1]; ++k) sum += gp[hh * nn + order[k]];
+          out[t * s.H + hh] = sum;
+        }
+    });
+  });
+  return dtable.to(out_type);
+}
+
 }  // namespace
 
 at::Tensor cpb_bias_impl(const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
@@ -125,11 +168,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
   check_cpb_saved(grad, h, sig, s);
   const NoAutocast no_autocast;
-  // d table (T, H): sum of grad over the (i, j) with index[i, j] = t. index_put_ with accumulation
-  // sorts the indices (deterministic on CUDA, like autograd's indexing backward).
-  at::Tensor dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
-  dtable.index_put_({index.reshape({-1})}, grad.reshape({s.H, s.N * s.N}).t().to(w1.scalar_type()),
-                    /*accumulate=*/true);
+  // d table (T, H): sum of grad over the (i, j) with index[i, j] = t
+  at::Tensor dtable;
+  if (grad.is_cpu()) {
+    dtable = dtable_cpu(grad, index, s, w1.scalar_type());
+  } else {   // index_put_ with accumulation sorts the indices on CUDA (deterministic)
+    dtable = at::zeros({s.T, s.H}, grad.options().dtype(w1.scalar_type()));
+    dtable.index_put_({index.reshape({-1})}, grad.reshape({s.H, s.N * s.N}).t().to(w1.scalar_type()),
+                      /*accumulate=*/true);
+  }
   const at::Tensor dpre = at::sigmoid_backward(dtable, sig).mul_(16);         // d(h w2ᵀ)
   at::Tensor dw2 = at::mm(dpre.t(), h);                                       // (H, hidden)
   const at::Tensor dh = at::threshold_backward(at::mm(dpre, w2), h, 0);       // relu: h > 0

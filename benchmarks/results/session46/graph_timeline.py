@@ -16,6 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", ".."))
+import _bench_common  # noqa: E402
 import bench_sliding_window as bs  # noqa: E402
 import flash_window_attn  # noqa: E402
 
@@ -24,17 +25,7 @@ FLUSH = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
 
 
 def capture(fn):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        keep = fn()
-    return g, keep
+    return _bench_common.cuda_graph_capture(fn)
 
 
 def timeline(graph, header):
