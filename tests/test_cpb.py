@@ -96,6 +96,45 @@ def test_opcheck():
                           tuple(a.detach() for a in args))
 
 
+def test_cpu_backward_bitwise_deterministic_at_any_thread_count():
+    """The CPU backward's gather-reduction adds each table row's positions in index order (rows in
+    parallel): at 1, 2 and 16 threads two runs give bitwise the same gradients (an accumulating
+    index_put_ varied from run to run at 16 threads), and every thread count the same values to
+    float32 rounding (the MLP's matmuls split their sums by thread count)."""
+    coords, index = _coords_index(12, 16, "cpu", torch.float32)
+    mlp = _mlp(6, 64, "cpu", torch.float32, seed=5)
+    params = list(mlp.parameters())
+    g = torch.randn(6, 192, 192, generator=torch.Generator().manual_seed(6))
+    before = torch.get_num_threads()
+    grads = {}
+    try:
+        for n in (1, 2, 16):
+            torch.set_num_threads(n)
+            grads[n] = [torch.autograd.grad(OP(coords, mlp[0].weight, mlp[0].bias, mlp[2].weight, index), params, g)
+                        for _ in range(3)]
+    finally:
+        torch.set_num_threads(before)
+    for n, runs in grads.items():
+        for got in runs[1:]:
+            for a, b in zip(got, runs[0]):
+                assert torch.equal(a, b), f"{n} threads: not bitwise deterministic"
+        for a, b in zip(runs[0], grads[1][0]):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-5 * b.abs().max().item())
+
+
+def test_cpu_backward_index_outside_the_table():
+    """The backward op called with an index value outside the table raises IndexError naming it."""
+    coords, index = _coords_index(3, 3, "cpu", torch.float32)
+    mlp = _mlp(2, 16, "cpu", torch.float32)
+    w1, b1, w2 = (p.detach() for p in (mlp[0].weight, mlp[0].bias, mlp[2].weight))
+    h = torch.relu(coords.reshape(-1, 2) @ w1.t() + b1)
+    sig = torch.sigmoid(h @ w2.t())
+    bad = index.clone()
+    bad[1, 2] = coords.numel() // 2
+    with pytest.raises(IndexError, match="index holds 25 at position 11, outside the table of 25 rows"):
+        BWD(torch.randn(2, 9, 9), coords, w1, b1, w2, bad, h, sig)
+
+
 def test_errors_name_the_argument():
     coords, index = _coords_index(3, 3, "cpu", torch.float32)
     mlp = _mlp(2, 16, "cpu", torch.float32)
