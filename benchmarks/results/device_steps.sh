@@ -3,7 +3,8 @@
 
 # fwa_build TAG RUN: builds the extension in place for sm_90a, logs the result and any error or
 # C7511 (wgmma serialised) line to $OUT/runRUN-build.txt, keeps the .so as /tmp/new.so and
-# its stripped, xz-compressed copy as $OUT/TAG.so.xz (restore it with tools/device/unxz.py).
+# its stripped, xz-compressed copy as $OUT/TAG.so.xz (restore it with fwa_unpack; to reuse it in a
+# later call, copy it under .devbuild/ and name it in the device tool's `carry`).
 fwa_build() {
     local tag=$1 run=$2
     MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a python setup.py build_ext --inplace > /tmp/build.txt 2>&1
@@ -13,11 +14,18 @@ fwa_build() {
     strip --strip-all -o /tmp/new_s.so /tmp/new.so && xz -T8 -3 -c /tmp/new_s.so > "$OUT/$tag.so.xz"
 }
 
-# fwa_bitwise_vs BASE RUN: tools/window_bitwise.py with the saved build tools/device/BASE_so (kept
-# as /tmp/base.so) against /tmp/new.so, which stays installed; the verdict in $OUT/runRUN-bitwise.txt.
+# fwa_unpack XZ DEST: a build saved by fwa_build (TAG.so.xz) or carried under .devbuild/ (the
+# device tool's `carry`), decompressed to DEST.
+fwa_unpack() {
+    python -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$1" "$2"
+}
+
+# fwa_bitwise_vs BASE RUN: tools/window_bitwise.py with the carried build .devbuild/BASE.so.xz
+# (kept as /tmp/base.so) against /tmp/new.so, which stays installed; the verdict in
+# $OUT/runRUN-bitwise.txt. (tools/local_bitwise.py is the sliding-window twin.)
 fwa_bitwise_vs() {
     local base=$1 run=$2
-    python tools/device/unxz.py "tools/device/${base}_so/_C.abi3.so.xz" /tmp/base.so
+    fwa_unpack ".devbuild/${base}.so.xz" /tmp/base.so
     cp /tmp/base.so flash_window_attn/_C.abi3.so
     timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
     cp /tmp/new.so flash_window_attn/_C.abi3.so
