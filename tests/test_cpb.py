@@ -6,12 +6,17 @@ drop-in modules (with the plain path where the MLP has hooks)."""
 from __future__ import annotations
 
 import copy
+import os
+import sys
 
 import pytest
 import torch
 from torch import nn
 
 from flash_window_attn import _swin_common as common
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import _bench_common  # noqa: E402  (the benchmarks' CUDA-graph capture)
 
 OP = torch.ops.flash_window_attn.swin_cpb_bias
 BWD = torch.ops.flash_window_attn.swin_cpb_bias_backward
@@ -282,21 +287,6 @@ def test_cuda_index_written_in_place_is_seen():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
-def _graphed_grads(coords, w1, b1, w2, index, g):
-    """(graph, grads): the op's forward and backward captured in one CUDA graph (after a warm-up
-    call on a side stream); ``grads`` are the graph's output tensors, rewritten at every replay."""
-    params = [w1, b1, w2]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        torch.autograd.grad(OP(coords, w1, b1, w2, index), params, g)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        grads = torch.autograd.grad(OP(coords, w1, b1, w2, index), params, g)
-    return graph, grads
-
-
 @pytest.mark.cuda
 def test_cuda_graph_capture_reads_the_cached_csr():
     """A CUDA graph captured after an eager call reads the CSR inverse of index cached by that call
@@ -309,7 +299,9 @@ def test_cuda_graph_capture_reads_the_cached_csr():
     w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
     g = torch.randn(4, 64, 64, device="cuda")
     want = torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g)   # fills the cache
-    graph, grads = _graphed_grads(coords, w1, b1, w2, index, g)
+    # captured after a warm-up call on a side stream; grads are rewritten at every replay
+    graph, grads = _bench_common.cuda_graph_capture(
+        lambda: torch.autograd.grad(OP(coords, w1, b1, w2, index), [w1, b1, w2], g), warmup=1)
     for gr in grads:
         gr.fill_(float("nan"))
     graph.replay()

@@ -23,7 +23,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "benchmarks"))
 import _bench_common  # noqa: E402
-from model_profile import short, variant_step  # noqa: E402
+from model_profile import add_step_args, short, variant_step  # noqa: E402
 
 FLUSH_NAME = "FillFunctor<signed char>"   # the flush's zero_ of an int8 buffer (the model has none)
 
@@ -61,10 +61,7 @@ def analyse(rep):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="swinv2_tiny_window16_256")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--variants", default="swap,ceiling")
-    ap.add_argument("--mode", default="train", choices=["train", "infer"])
+    add_step_args(ap, "swap,ceiling")
     ap.add_argument("--replays", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()

@@ -16,15 +16,12 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_profile import short, variant_step  # noqa: E402  (also puts benchmarks/ on sys.path)
+from model_profile import add_step_args, short, variant_step  # noqa: E402  (also puts benchmarks/ on sys.path)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="swinv2_tiny_window16_256")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--variants", default="swap,ceiling")
-    ap.add_argument("--mode", default="train", choices=["train", "infer"])
+    add_step_args(ap, "swap,ceiling")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--gap", type=float, default=2.0, help="idle gaps shorter than this (us) are ignored")
     ap.add_argument("--top", type=int, default=25)

@@ -61,12 +61,18 @@ def variant_step(model_name: str, key: str, batch: int, mode: str, dev: torch.de
     return step, (model, runner, opt)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def add_step_args(ap: argparse.ArgumentParser, variants: str) -> None:
+    """The arguments of variant_step (--model, --batch, --variants, --mode), shared by the model
+    tools; ``variants`` is the default comma list of bench_models.py variant keys."""
     ap.add_argument("--model", default="swinv2_tiny_window16_256")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--variants", default="swap_compile,ceiling_compile")
+    ap.add_argument("--variants", default=variants)
     ap.add_argument("--mode", default="train", choices=["train", "infer"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    add_step_args(ap, "swap_compile,ceiling_compile")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()

@@ -20,16 +20,17 @@ fwa_unpack() {
     python -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$1" "$2"
 }
 
-# fwa_bitwise_vs BASE RUN: tools/window_bitwise.py with the carried build .devbuild/BASE.so.xz
-# (kept as /tmp/base.so) against /tmp/new.so, which stays installed; the verdict in
-# $OUT/runRUN-bitwise.txt. (tools/local_bitwise.py is the sliding-window twin.)
+# fwa_bitwise_vs BASE RUN [TOOL]: TOOL (default tools/window_bitwise.py; tools/local_bitwise.py for
+# the sliding-window op; any script taking `save PATH` / `cmp PATH`) with the carried build
+# .devbuild/BASE.so.xz (kept as /tmp/base.so), then with /tmp/new.so, which stays installed; the
+# verdict in $OUT/runRUN-bitwise.txt.
 fwa_bitwise_vs() {
-    local base=$1 run=$2
+    local base=$1 run=$2 tool=${3:-tools/window_bitwise.py}
     fwa_unpack ".devbuild/${base}.so.xz" /tmp/base.so
     cp /tmp/base.so flash_window_attn/_C.abi3.so
-    timeout 120 python tools/window_bitwise.py save /tmp/wref.pt > /dev/null 2>&1
+    timeout 120 python "$tool" save /tmp/bitwise_ref.pt > /dev/null 2>&1
     cp /tmp/new.so flash_window_attn/_C.abi3.so
-    timeout 120 python tools/window_bitwise.py cmp /tmp/wref.pt 2>&1 | grep -v -i warn | tail -4 | tee "$OUT/run$run-bitwise.txt"
+    timeout 120 python "$tool" cmp /tmp/bitwise_ref.pt 2>&1 | grep -v -i warn | tail -4 | tee "$OUT/run$run-bitwise.txt"
 }
 
 # fwa_graph_ab RUN SPEC...: the fwd+bwd step in a CUDA graph (session36/graph_ab.py) with
