@@ -1,8 +1,11 @@
 // Swin V2 continuous position bias, float32: forward (MLP table, gather) and backward (CSR
 // gather-reduction, MLP gradients). See swin_cpb.h.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
-#include "kernels/kernel_utils.cuh"   // warp_sum
+#include "kernels/kernel_utils.cuh"   // warp_sum, cp_async_*
+#include "kernels/launch_utils.h"    // prepare_kernel
 #include "kernels/swin_cpb.h"
 
 namespace fwa {
@@ -156,26 +159,33 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 // l / 4, warp w on rows 8 w + phase, 8 w + phase + 8 kWarps, ... (hidden / 4 blocks: 128 for timm's
 // 512. The latency of each thread's serial walk over its rows bounds the kernel: with 8 columns per
 // block (64 blocks, half the SMs, twice the rows per thread) and a barrier pair per combined sum it
-// took 11.4 / 19.3 / 26.3 us at H = 3 / 12 / 24, this form 7.9 / 12.4 / 21.9, session 29 run E).
-// dpre comes through shared memory kRows rows at a time (one coalesced load per
-// chunk, then broadcast reads, rows padded to H + 1 floats so that the 8 rows a warp reads at once
-// sit in different banks for even H), the next chunk's loaded into registers while the current one
-// is computed. Per-column sums in registers (MaxH of them for dw2), combined over the 8 phases by
-// xor-shuffles and across the warps in smem in warp order: deterministic.
+// took 11.4 / 19.3 / 26.3 us at H = 3 / 12 / 24, session 29 run E).
+// The rows come through shared memory `stage_rows` at a time (a multiple of kWarps * 8; all T
+// where they fit cpb_mlp_bwd_stage_rows' budget, one stage for timm's tables): dpre (rows padded to
+// H + 1 floats, so that the 8 rows a warp reads at once sit in different banks for even H), the
+// block's 4 columns of h and the coords, all as async copies in flight together, then one barrier
+// and the thread's rows from shared memory. (Session 48: 128-row chunks, each loaded into registers
+// while the previous one was computed and then stored to shared memory between two barriers, made
+// the walk a chain of one L2 round trip per chunk: 8 at T = 961.) The thread's rows and the
+// operations on each are as before, in the same order: bitwise the same sums. Per-column sums in
+// registers (MaxH of them for dw2), combined over the 8 phases by xor-shuffles and across the warps
+// in smem in warp order: deterministic.
 template <int MaxH, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
 cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
-                   float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2) {
+                   float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2, int stage_rows) {
     constexpr int kCols = 4, kPhases = 32 / kCols;
-    constexpr int kRows = kWarps * kPhases;        // rows per dpre chunk: one per thread
-    __shared__ float dsm[kRows * (MaxH + 1)];
+    constexpr int kRows = kWarps * kPhases;        // rows per pass of the block's threads: one each
+    extern __shared__ __align__(16) float dsm[];   // [stage_rows][H + 1] dpre, [stage_rows][4] h, [stage_rows][2] coords
     constexpr int kQuantities = MaxH + 3;          // dw2's MaxH rows, dw1's 2 columns, db1
     __shared__ float red[kQuantities][kWarps][kCols];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     const int cl = lane % kCols, phase = lane / kCols;
-    const int c = blockIdx.x * kCols + cl;
+    const int c0 = blockIdx.x * kCols, c = c0 + cl;
     const bool col = c < p.hidden;
     const int pitch = p.H + 1;
+    float* const hsm = dsm + stage_rows * pitch;
+    float* const csm = hsm + stage_rows * kCols;
     float w2c[MaxH], acc2[MaxH];
 #pragma unroll
     for (int hh = 0; hh < MaxH; ++hh) {
@@ -183,52 +193,49 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
         acc2[hh] = 0.f;
     }
     float a_w0 = 0.f, a_w1 = 0.f, a_b = 0.f;
-    constexpr int kLoads = (kRows * MaxH + kWarps * 32 - 1) / (kWarps * 32);
-    const int r_mine = warp * kPhases + phase;   // this thread's row of every chunk
-    float nd[kLoads], nh;
-    auto fetch = [&](int t0) {
-        const int rows = min(kRows, p.T - t0);
-#pragma unroll
-        for (int l = 0; l < kLoads; ++l) {
-            const int x = threadIdx.x + l * kWarps * 32;
-            nd[l] = x < rows * p.H ? dpre[int64_t(t0) * p.H + x] : 0.f;
+    const int r_mine = warp * kPhases + phase;   // this thread's first row of every stage
+    // h rows copied 16 bytes (the block's 4 columns) at a time where they are 16-byte aligned
+    const bool h_vec = p.hidden % kCols == 0 && (reinterpret_cast<uintptr_t>(h) & 15) == 0;
+    for (int t0 = 0; t0 < p.T; t0 += stage_rows) {
+        const int rows = min(stage_rows, p.T - t0);
+        if (t0 > 0) __syncthreads();   // the previous stage's readers are done
+        for (int x = threadIdx.x; x < rows * p.H; x += kWarps * 32) {
+            const int r = x / p.H;
+            cp_async_4(smem_u32(dsm + r * pitch + (x - r * p.H)), dpre + int64_t(t0) * p.H + x, 4);
         }
-        nh = (col && r_mine < rows) ? h[int64_t(t0 + r_mine) * p.hidden + c] : 0.f;
-    };
-    // MaxH 64: no prefetch (its registers would spill), each chunk loaded at its start
-    constexpr bool kPrefetch = MaxH <= 32;
-    if (kPrefetch) fetch(0);
-    for (int t0 = 0; t0 < p.T; t0 += kRows) {
-        const int rows = min(kRows, p.T - t0);
-        if (!kPrefetch) fetch(t0);
-        __syncthreads();   // the previous chunk's readers are done
-#pragma unroll
-        for (int l = 0; l < kLoads; ++l) {
-            const int x = threadIdx.x + l * kWarps * 32;
-            if (x < rows * p.H) {
-                const int r = x / p.H;
-                dsm[r * pitch + (x - r * p.H)] = nd[l];
+        if (h_vec) {
+            for (int r = threadIdx.x; r < rows; r += kWarps * 32)
+                cp_async_16(smem_u32(hsm + r * kCols), h + int64_t(t0 + r) * p.hidden + c0, 16);
+        } else {
+            for (int x = threadIdx.x; x < rows * kCols; x += kWarps * 32) {
+                const int r = x / kCols, cc = c0 + x % kCols;
+                cp_async_4(smem_u32(hsm + x), h + int64_t(t0 + r) * p.hidden + (cc < p.hidden ? cc : 0),
+                           cc < p.hidden ? 4 : 0);
             }
         }
-        const float hv = nh;
+        for (int x = threadIdx.x; x < rows * 2; x += kWarps * 32)
+            cp_async_4(smem_u32(csm + x), p.coords + 2 * int64_t(t0) + x, 4);
+        cp_async_commit();
+        cp_async_wait<0>();
         __syncthreads();
-        if (kPrefetch && t0 + kRows < p.T) fetch(t0 + kRows);
-        if (col && r_mine < rows) {
-            const int64_t t = t0 + r_mine;
-            const float* d = dsm + r_mine * pitch;
-            float s = 0.f;
+        if (col) {
+            for (int r = r_mine; r < rows; r += kRows) {
+                const float hv = hsm[r * kCols + cl];
+                const float* d = dsm + r * pitch;
+                float s = 0.f;
 #pragma unroll
-            for (int hh = 0; hh < MaxH; ++hh) {
-                if (hh < p.H) {
-                    const float dv = d[hh];
-                    acc2[hh] = fmaf(dv, hv, acc2[hh]);
-                    s = fmaf(dv, w2c[hh], s);
+                for (int hh = 0; hh < MaxH; ++hh) {
+                    if (hh < p.H) {
+                        const float dv = d[hh];
+                        acc2[hh] = fmaf(dv, hv, acc2[hh]);
+                        s = fmaf(dv, w2c[hh], s);
+                    }
                 }
+                const float dh = hv > 0.f ? s : 0.f;
+                a_w0 = fmaf(dh, csm[2 * r], a_w0);
+                a_w1 = fmaf(dh, csm[2 * r + 1], a_w1);
+                a_b += dh;
             }
-            const float dh = hv > 0.f ? s : 0.f;
-            a_w0 = fmaf(dh, p.coords[2 * t], a_w0);
-            a_w1 = fmaf(dh, p.coords[2 * t + 1], a_w1);
-            a_b += dh;
         }
     }
     // Every quantity combined at once (a barrier pair per quantity cost ~2 (H + 3) barriers):
@@ -269,6 +276,16 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
     }
 }
 
+// The MLP backward's rows per shared-memory stage: all T (rounded up to a multiple of `unit`, the
+// block's rows per pass) where that fits kCpbMlpBwdSmem, else the most multiples of `unit` that do.
+constexpr size_t kCpbMlpBwdSmem = 96 * 1024;
+size_t cpb_mlp_bwd_smem_bytes(int stage_rows, int H) { return size_t(stage_rows) * (H + 1 + 4 + 2) * sizeof(float); }
+int cpb_mlp_bwd_stage_rows(int T, int H, int unit) {
+    const int64_t all = (int64_t(T) + unit - 1) / unit * unit;
+    const int64_t fit = int64_t(kCpbMlpBwdSmem / cpb_mlp_bwd_smem_bytes(unit, H)) * unit;
+    return static_cast<int>(std::max<int64_t>(unit, std::min(all, fit)));
+}
+
 template <int MaxH>
 cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
                        const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
@@ -281,8 +298,14 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
         if (err != cudaSuccess) return err;
     }
     constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
+    constexpr auto kKernel = cpb_mlp_bwd_kernel<MaxH, kWarps>;
+    const int stage_rows = cpb_mlp_bwd_stage_rows(p.T, p.H, kWarps * 8);
+    const size_t smem = cpb_mlp_bwd_smem_bytes(stage_rows, p.H);
+    int ctas = 0;
+    cudaError_t err = prepare_kernel<kKernel>(smem, kWarps * 32, &ctas);
+    if (err != cudaSuccess) return err;
     const unsigned blocks = static_cast<unsigned>((p.hidden + 3) / 4);   // kCols columns each
-    cpb_mlp_bwd_kernel<MaxH, kWarps><<<blocks, kWarps * 32, 0, s>>>(p, h, dpre, dw1, db1, dw2);
+    kKernel<<<blocks, kWarps * 32, smem, s>>>(p, h, dpre, dw1, db1, dw2, stage_rows);
     return cudaGetLastError();
 }
 
