@@ -151,6 +151,74 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
     }
 }
 
+// dtable where index is Swin's relative position index of a win_h x win_w window (CpbParams::win_h
+// > 0, established by the glue): position e = i N + j of query i = (yi, xi) and key j = (yj, xj)
+// holds t = (dy + win_h - 1)(2 win_w - 1) + (dx + win_w - 1), dy = yi - yj, dx = xi - xj. So row t's
+// entries are, for each query row yi (and key row yi - dy), one diagonal of the win_w x win_w block
+// of dbias there, and the blocks' rows are contiguous: one CTA per (dy, kWinHeads heads) reads them
+// in rows (lanes on adjacent dx read adjacent keys: a few sectors per request, where the CSR walk's
+// gathers touched 32), each task (yi, dx) summing its diagonal over xi in order, then one thread
+// per (head, dx) adding the tasks over yi in order: deterministic. Each entry's index is checked
+// against t as it is read (NaN for a row t where one differs, as the CSR walk's check).
+constexpr int kWinHeads = 4;
+constexpr int kWinThreads = 512;
+__global__ void __launch_bounds__(kWinThreads)
+cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1, int64_t gs2,
+                         const float* __restrict__ sig, float* __restrict__ dpre) {
+    extern __shared__ float part[];   // [kWinHeads][ny][ndx]: the tasks' sums
+    const int wh = p.win_h, ww = p.win_w, ndy = 2 * wh - 1, ndx = 2 * ww - 1;
+    const int dyi = static_cast<int>(blockIdx.x % ndy), h0 = static_cast<int>(blockIdx.x / ndy) * kWinHeads;
+    const int dy = dyi - (wh - 1);
+    const int y0 = max(0, dy), ny = wh - abs(dy);
+    const int nh = min(kWinHeads, p.H - h0);
+    const int64_t nn = int64_t(p.N);
+    for (int task = threadIdx.x; task < ny * ndx; task += kWinThreads) {
+        const int yo = task / ndx, dxi = task - yo * ndx, dx = dxi - (ww - 1);
+        const int yi = y0 + yo, yj = yi - dy;
+        const int x0 = max(0, dx), x1 = ww + min(0, dx);
+        const int64_t t = int64_t(dyi) * ndx + dxi;
+        float acc[kWinHeads] = {};
+        bool bad = false;
+        // every lane walks xi = 0 .. ww - 1 (its own range predicated): at each step the lanes of
+        // one yi read adjacent keys of the same query row. kStep steps' loads are issued before
+        // their sums (one round trip per kStep entries, not per entry), added in xi order.
+        constexpr int kStep = 8;
+        for (int xb = 0; xb < ww; xb += kStep) {
+            float v[kStep][kWinHeads];
+            int64_t ix[kStep];
+#pragma unroll
+            for (int u = 0; u < kStep; ++u) {
+                const int xi = xb + u;
+                const bool in = xi >= x0 && xi < x1;
+                const int64_t i = int64_t(yi) * ww + xi, j = int64_t(yj) * ww + (xi - dx);
+                ix[u] = in ? p.index[i * nn + j] : t;
+                const float* g = grad + i * gs1 + j * gs2;
+#pragma unroll
+                for (int hh = 0; hh < kWinHeads; ++hh) v[u][hh] = in && hh < nh ? g[int64_t(h0 + hh) * gs0] : 0.f;
+            }
+#pragma unroll
+            for (int u = 0; u < kStep; ++u) {
+                bad = bad || ix[u] != t;
+                if (xb + u >= x0 && xb + u < x1) {
+#pragma unroll
+                    for (int hh = 0; hh < kWinHeads; ++hh) acc[hh] += v[u][hh];
+                }
+            }
+        }
+#pragma unroll
+        for (int hh = 0; hh < kWinHeads; ++hh) part[(hh * ny + yo) * ndx + dxi] = bad ? NAN : acc[hh];
+    }
+    __syncthreads();
+    for (int x = threadIdx.x; x < nh * ndx; x += kWinThreads) {
+        const int hh = x / ndx, dxi = x - hh * ndx;
+        float a = 0.f;
+        for (int yo = 0; yo < ny; ++yo) a += part[(hh * ny + yo) * ndx + dxi];
+        const int64_t t = int64_t(dyi) * ndx + dxi;
+        const float sv = sig[t * p.H + h0 + hh];
+        dpre[t * p.H + h0 + hh] = a * (1.f - sv) * sv * 16.f;
+    }
+}
+
 // The MLP's gradients from dpre = d(h w2ᵀ) (T, H):
 //   dw2[hh, c] = sum_t dpre[t, hh] h[t, c]
 //   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
@@ -276,6 +344,8 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
     }
 }
 
+size_t cpb_dtable_window_smem(int win_h, int win_w) { return size_t(kWinHeads) * win_h * (2 * win_w - 1) * sizeof(float); }
+
 // The MLP backward's rows per shared-memory stage: all T (rounded up to a multiple of `unit`, the
 // block's rows per pass) where that fits kCpbMlpBwdSmem, else the most multiples of `unit` that do.
 constexpr size_t kCpbMlpBwdSmem = 96 * 1024;
@@ -290,7 +360,13 @@ template <int MaxH>
 cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
                        const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
                        float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s) {
-    if (p.T > 0 && p.H > 0) {
+    if (p.T > 0 && p.H > 0 && p.win_h > 0) {
+        const unsigned ctas = static_cast<unsigned>((2 * p.win_h - 1) * ((p.H + kWinHeads - 1) / kWinHeads));
+        cpb_dtable_window_kernel<<<ctas, kWinThreads, cpb_dtable_window_smem(p.win_h, p.win_w), s>>>(
+            p, grad, gs0, gs1, gs2, sig, dpre);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    } else if (p.T > 0 && p.H > 0) {
         constexpr int kWarpsT = 8;
         cpb_dtable_kernel<MaxH><<<static_cast<unsigned>((p.T + kWarpsT - 1) / kWarpsT), kWarpsT * 32, 0, s>>>(
             p, grad, gs0, gs1, gs2, order, offsets, sig, dpre);
@@ -324,6 +400,8 @@ cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, c
     cpb_gather_kernel<<<static_cast<unsigned>((nn + 255) / 256), 256, 0, s>>>(p, sig, bias);
     return cudaGetLastError();
 }
+
+bool cpb_window_dtable_fits(int win_h, int win_w) { return cpb_dtable_window_smem(win_h, win_w) <= 48 * 1024; }
 
 cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_t* offsets, cudaStream_t s) {
     cpb_csr_offsets_kernel<<<static_cast<unsigned>((T + 1 + 255) / 256), 256, 0, s>>>(sorted_keys, n, T, offsets);

@@ -11,9 +11,11 @@
 //   dtable[t, hh] = sum of dbias[hh, e] over the e with index[e] = t
 // is deterministic: it walks each row t's entries through a CSR inverse of index (`order`: the
 // positions e sorted stably by index[e]; `offsets[t] .. offsets[t + 1]`: row t's slice of order),
-// one warp per row, in a fixed order. The kernels verify the CSR against index as they read it and
-// write NaN where it does not match (an index changed behind the glue's cache) or where an index
-// value is outside [0, T).
+// one warp per row, in a fixed order; or, where index is Swin's relative position index of its
+// window (CpbParams::win_h), along the window's diagonals of dbias, also in a fixed order. The
+// kernels verify the CSR (or the window's formula) against index as they read it and write NaN
+// where it does not match (an index changed behind the glue's cache) or where an index value is
+// outside [0, T).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,6 +31,11 @@ struct CpbParams {
     const float* w2 = nullptr;       // (H, hidden) contiguous
     const int64_t* index = nullptr;  // (N * N) contiguous, values in [0, T)
     int T = 0, hidden = 0, H = 0, N = 0;
+    // > 0 where index is Swin's relative position index of a win_h x win_w window (N = win_h
+    // win_w, T = (2 win_h - 1)(2 win_w - 1); the glue checks it once per cached index): the
+    // backward then reads dbias along the window's diagonals instead of through the CSR (order and
+    // offsets unused).
+    int win_h = 0, win_w = 0;
 };
 
 // The largest head count the backward's register tiles take (the glue uses ATen above it).
@@ -37,10 +44,14 @@ constexpr int kCpbMaxHeads = 64;
 // h (T, hidden), sig (T, H), bias (H, N * N): all contiguous outputs.
 cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s);
 
+// Whether the backward's window form (CpbParams::win_h) takes a win_h x win_w window (its shared memory).
+bool cpb_window_dtable_fits(int win_h, int win_w);
+
 // offsets[t] = the first k with sorted_keys[k] >= t, for t = 0 .. T (T + 1 values).
 cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_t* offsets, cudaStream_t s);
 
-// grad: dbias (H, N, N) with strides gs0, gs1, gs2; order (N * N), offsets (T + 1): the CSR above;
+// grad: dbias (H, N, N) with strides gs0, gs1, gs2; order (N * N), offsets (T + 1): the CSR above
+// (unused, may be null, where p.win_h > 0);
 // h, sig: the forward's; dpre: a (T, H) workspace; dw1 (hidden, 2), db1 (hidden) or nullptr,
 // dw2 (H, hidden): contiguous outputs.
 cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,

@@ -18,6 +18,14 @@
 // (session 47: ~0.6 ms of sort launches and gaps per swinv2_tiny_window16_256 training step, bs 64),
 // and the entry's two tensors are kept alive from then on (graph_retained), since the graph reads
 // them at every replay even after the entry itself is dropped.
+//
+// Where index is Swin's relative position index of its window (as every Swin V2 layer's is), the
+// backward needs no CSR: it reads dbias along the window's diagonals (CpbParams::win_h; session 48:
+// the CSR walk's gathers took 7-12 us per call at timm's window 16 and 12 shapes). Whether it is
+// so is checked when an entry is made (one comparison with the formula's index on the device and a
+// sync, once per index tensor and version; no sort then); an index seen first inside a capture or
+// an inference tensor, whose CSR is not cached, takes the CSR walk. FWA_CPB_WINDOW_DTABLE=0 (A/B
+// timing, tests) always takes the CSR walk.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -103,8 +111,47 @@ struct CsrEntry {
   WeakImpl impl;
   uint32_t version;
   int64_t T;
-  at::Tensor order, offsets;
+  at::Tensor order, offsets;   // undefined where win_h > 0
+  int win_h = 0, win_w = 0;    // CpbParams::win_h / win_w
 };
+
+// What the backward reads index through: the CSR (order, offsets), or (win_h > 0) the window's formula.
+struct IndexPlan {
+  at::Tensor order, offsets;
+  int win_h = 0, win_w = 0;
+};
+
+bool window_dtable_allowed() {
+  static const bool v = [] {
+    const char* e = std::getenv("FWA_CPB_WINDOW_DTABLE");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
+// Swin's relative position index of a wh x ww window: (dy + wh - 1)(2 ww - 1) + (dx + ww - 1).
+at::Tensor window_index(int64_t wh, int64_t ww, const at::TensorOptions& opts) {
+  const at::Tensor y = at::arange(wh, opts).repeat_interleave(ww), x = at::arange(ww, opts).repeat({wh});
+  const at::Tensor dy = y.unsqueeze(1) - y.unsqueeze(0) + (wh - 1), dx = x.unsqueeze(1) - x.unsqueeze(0) + (ww - 1);
+  return dy * (2 * ww - 1) + dx;
+}
+
+// (wh, ww) where index (N, N) is the relative position index of a wh x ww window with N = wh ww
+// and T = (2 wh - 1)(2 ww - 1) table rows, else (0, 0). (wh, ww) and (ww, wh) give the same N and T:
+// each candidate is compared. Syncs the device once per candidate.
+std::pair<int, int> window_of_index(const at::Tensor& index, int64_t T) {
+  if (!window_dtable_allowed()) return {0, 0};
+  const int64_t N = index.size(0);
+  for (int64_t wh = 1; wh <= N; ++wh) {
+    if (N % wh != 0) continue;
+    const int64_t ww = N / wh;
+    if ((2 * wh - 1) * (2 * ww - 1) != T || !fwa::cpb_window_dtable_fits(static_cast<int>(wh), static_cast<int>(ww)))
+      continue;
+    if (at::equal(index, window_index(wh, ww, index.options())))
+      return {static_cast<int>(wh), static_cast<int>(ww)};
+  }
+  return {0, 0};
+}
 
 constexpr size_t kMaxCsrEntries = 256;   // a model has one index per layer (or per window size)
 std::mutex csr_mutex;
@@ -129,9 +176,12 @@ std::vector<at::Tensor>& graph_retained() {
   return kept;
 }
 
-std::pair<at::Tensor, at::Tensor> csr_of(const at::Tensor& index, int64_t T) {
+IndexPlan plan_of(const at::Tensor& index, int64_t T) {
   c10::TensorImpl* key = index.unsafeGetTensorImpl();
-  if (index.is_inference()) return compute_csr(index, T);
+  if (index.is_inference()) {
+    auto [order, offsets] = compute_csr(index, T);
+    return {order, offsets};
+  }
   const bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
   const uint32_t version = key->version_counter().current_version();
   {
@@ -144,7 +194,7 @@ std::pair<at::Tensor, at::Tensor> csr_of(const at::Tensor& index, int64_t T) {
       }
       if (it->impl.lock().get() == key) {
         if (it->version == version && it->T == T) {
-          if (capturing) {   // the graph reads these at every replay: keep them alive (once)
+          if (capturing && it->win_h == 0) {   // the graph reads these at every replay: keep them alive (once)
             auto& kept = graph_retained();
             bool known = false;
             for (const at::Tensor& t : kept) known = known || t.is_same(it->order);
@@ -153,7 +203,7 @@ std::pair<at::Tensor, at::Tensor> csr_of(const at::Tensor& index, int64_t T) {
               kept.push_back(it->offsets);
             }
           }
-          return {it->order, it->offsets};
+          return {it->order, it->offsets, it->win_h, it->win_w};
         }
         it = cache.erase(it);   // written in place since (or another T): recompute
         continue;
@@ -161,13 +211,18 @@ std::pair<at::Tensor, at::Tensor> csr_of(const at::Tensor& index, int64_t T) {
       ++it;
     }
   }
-  auto [order, offsets] = compute_csr(index, T);
-  if (capturing) return {order, offsets};   // (the graph's pool: not cached)
+  if (capturing) {   // (the graph's pool: not cached; no sync)
+    auto [order, offsets] = compute_csr(index, T);
+    return {order, offsets};
+  }
+  IndexPlan plan;
+  std::tie(plan.win_h, plan.win_w) = window_of_index(index, T);
+  if (plan.win_h == 0) std::tie(plan.order, plan.offsets) = compute_csr(index, T);
   std::lock_guard<std::mutex> lock(csr_mutex);
   auto& cache = csr_cache();
   if (cache.size() >= kMaxCsrEntries) cache.erase(cache.begin());
-  cache.push_back({WeakImpl(index.getIntrusivePtr()), version, T, order, offsets});
-  return {order, offsets};
+  cache.push_back({WeakImpl(index.getIntrusivePtr()), version, T, plan.order, plan.offsets, plan.win_h, plan.win_w});
+  return plan;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_backward(
@@ -175,7 +230,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_backward(
     const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig,
     const CpbSizes& s) {
   std::vector<at::Tensor> keep;
-  const fwa::CpbParams p = params(coords, w1, b1, w2, index, s, keep);
+  fwa::CpbParams p = params(coords, w1, b1, w2, index, s, keep);
   const at::Tensor g = grad.scalar_type() == at::kFloat ? grad : grad.to(at::kFloat);
   const at::Tensor h_ = h.contiguous(), sig_ = sig.contiguous();
   const auto f32 = w1.options();
@@ -183,8 +238,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_backward(
   at::Tensor db1 = b1.has_value() ? at::empty({s.hidden}, f32) : at::empty({0}, f32);
   at::Tensor dw2 = at::empty({s.H, s.hidden}, f32);
   at::Tensor dpre = at::empty({s.T, s.H}, f32);
-  at::Tensor order, offsets;
-  if (s.T > 0 && s.H > 0 && s.hidden > 0) std::tie(order, offsets) = csr_of(index, s.T);
+  IndexPlan plan;
+  if (s.T > 0 && s.H > 0 && s.hidden > 0) plan = plan_of(index, s.T);
+  p.win_h = plan.win_h;
+  p.win_w = plan.win_w;
+  const at::Tensor& order = plan.order;
+  const at::Tensor& offsets = plan.offsets;
   check_cuda(fwa::cpb_backward(p, g.data_ptr<float>(), g.stride(0), g.stride(1), g.stride(2),
                                order.defined() ? order.data_ptr<int64_t>() : nullptr,
                                offsets.defined() ? offsets.data_ptr<int64_t>() : nullptr, h_.data_ptr<float>(),
