@@ -312,13 +312,20 @@ def test_cuda_index_written_in_place_is_seen():
 
 
 @pytest.mark.cuda
-def test_cuda_graph_capture_reads_the_cached_csr():
-    """A CUDA graph captured after an eager call reads the CSR inverse of index cached by that call
-    (no sort in the graph); the cached tensors outlive the cache entry, so replays stay right after
-    the entry is dropped (index written in place, a new entry computed, memory reused). An index
-    seen first inside the capture gets its CSR computed there. Replays are bitwise the eager
-    gradients."""
+@pytest.mark.parametrize("kind", ["window", "permuted"])
+def test_cuda_graph_capture_reads_the_cached_csr(kind):
+    """A CUDA graph captured after an eager call reads what that call cached for index: the CSR
+    inverse of index ("permuted": an index that is not Swin's formula; no sort in the graph), or
+    that index is the window's formula ("window": the diagonal reduction). The cached CSR tensors
+    outlive the cache entry, so replays stay right after the entry is dropped (index written in
+    place, a new entry computed, memory reused). Replays are bitwise the eager gradients. An index
+    seen first inside the capture gets its CSR computed there and walked (the formula is not
+    checked during a capture: that needs a sync), bitwise the eager gradients for "permuted", equal
+    to rounding for "window"."""
     coords, index = _coords_index(8, 8, "cuda", torch.float32)
+    if kind == "permuted":
+        perm = torch.randperm(index.numel(), generator=torch.Generator().manual_seed(1)).to("cuda")
+        index = index.reshape(-1)[perm].view_as(index).contiguous()
     mlp = _mlp(4, 64, "cuda", torch.float32, seed=4)
     w1, b1, w2 = mlp[0].weight, mlp[0].bias, mlp[2].weight
     g = torch.randn(4, 64, 64, device="cuda")
@@ -342,9 +349,7 @@ def test_cuda_graph_capture_reads_the_cached_csr():
     for a, b in zip(grads, want):
         assert torch.equal(a, b)
     del junk
-    # an index tensor the cache has never seen: its CSR is computed inside the capture, and the
-    # backward walks it (whether index is the window's formula is not checked during a capture:
-    # that needs a sync), so the sums agree with the window form's to rounding
+    # an index tensor the cache has never seen: its CSR is computed inside the capture and walked
     fresh = index.clone()
     torch.cuda.synchronize()
     graph2 = torch.cuda.CUDAGraph()
@@ -352,7 +357,10 @@ def test_cuda_graph_capture_reads_the_cached_csr():
         grads2 = torch.autograd.grad(OP(coords, w1, b1, w2, fresh), [w1, b1, w2], g)
     graph2.replay()
     for a, b in zip(grads2, want):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
+        if kind == "permuted":
+            assert torch.equal(a, b)
+        else:   # the CSR walk against the diagonal reduction: the same sums in another order
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
 
 
 @pytest.mark.cuda
