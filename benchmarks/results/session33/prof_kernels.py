@@ -1,8 +1,9 @@
 """Session 33: the CUDA kernels of the op's forward + backward (torch.profiler, 20 steps after
 warm-up), average time per step of each, at the benchmark's configs given on the command line
-(indices into bench_window_attention.CONFIGS; default 1, 2, 3, 4), bf16 (fp16 with --fp16).
+(indices into bench_window_attention.CONFIGS; default 1, 2, 3, 4; or, since session 48, specs
+B,H,N,d,nW,window,version as session36/graph_ab.py takes), bf16 (fp16 with --fp16).
 
-    python benchmarks/results/session33/prof_kernels.py LABEL [--fp16] [config ...]
+    python benchmarks/results/session33/prof_kernels.py LABEL [--fp16] [config | spec ...]
 """
 import os
 import sys
@@ -10,15 +11,18 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, "..", "session36"))
 import bench_window_attention as bw  # noqa: E402
+from graph_ab import parse  # noqa: E402  (a config index or a spec)
 
 args = sys.argv[1:]
 label = args.pop(0) if args else "build"
 dt = torch.float16 if "--fp16" in args else torch.bfloat16
-idx = [int(a) for a in args if not a.startswith("--")] or [1, 2, 3, 4]
-for ci in idx:
-    cfg = bw.CONFIGS[ci]
+specs = [a for a in args if not a.startswith("--")] or ["1", "2", "3", "4"]
+for spec in specs:
+    cfg = parse(spec)
     inp = bw.make_inputs(cfg, dt)
     a = (inp["q"], inp["k"], inp["v"], inp["bias"], inp["mask"], inp["logit_scale"])
     leaves = bw.grad_leaves(inp)

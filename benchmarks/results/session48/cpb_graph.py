@@ -1,12 +1,12 @@
 """Session 48: the CPB op's forward + backward (the position-bias table of one Swin V2 layer, hidden
 512) at the four stages of swinv2_tiny_window16_256 and swinv2_base_window12_192, captured in a CUDA
-graph after an eager call (the CSR cache filled, as in a model step); median GPU time of 300 replays
+graph after eager warm-up calls (the op's index cache filled, as in a model step); median GPU time of 300 replays
 (CUDA events), and each kernel's time per step (profiler over 20 replays). Environment switches are
 read once per process: run once per setting.
 
     python benchmarks/results/session48/cpb_graph.py LABEL
 """
-import statistics
+import os
 import sys
 
 import torch
@@ -14,6 +14,9 @@ from torch.profiler import ProfilerActivity, profile
 
 import flash_window_attn  # noqa: F401 (registers the ops)
 from flash_window_attn.modules import _relative_position_index
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import _bench_common  # noqa: E402
 
 OP = torch.ops.flash_window_attn.swin_cpb_bias
 SHAPES = [(16, 3), (16, 6), (16, 12), (8, 24), (12, 4), (12, 8), (12, 16), (6, 32)]
@@ -41,27 +44,8 @@ def case(w, H):
 def main():
     label = sys.argv[1]
     for w, H in SHAPES:
-        step = case(w, H)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            step()
-        for _ in range(20):
-            g.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(300):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            e1.synchronize()
-            times.append(e0.elapsed_time(e1) * 1000)
+        g, _out = _bench_common.cuda_graph_capture(case(w, H), warmup=3)
+        us = 1000 * _bench_common.cuda_event_median_ms(g.replay, 300, flush_l2=False, warmup=20)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(20):
                 g.replay()
@@ -71,7 +55,7 @@ def main():
             if ev.device_time_total > 0 and "fwa::" in ev.key:
                 name = ev.key.replace("(anonymous namespace)::", "").split("(")[0].split("::")[-1]
                 ks.append(f"{name.replace('cpb_', '').replace('_kernel', '')} {ev.device_time_total / 20:.1f}")
-        print(f"[{label}] window {w:2d} H {H:2d}: graph {statistics.median(times):6.1f} us | " + ", ".join(sorted(ks)), flush=True)
+        print(f"[{label}] window {w:2d} H {H:2d}: graph {us:6.1f} us | " + ", ".join(sorted(ks)), flush=True)
 
 
 if __name__ == "__main__":

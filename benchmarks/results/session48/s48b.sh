@@ -8,7 +8,7 @@ source benchmarks/results/device_steps.sh
 fwa_unpack .devbuild/s47c.so.xz /tmp/base.so
 fwa_unpack .devbuild/s48a.so.xz /tmp/new.so
 S="1024,3,256,32,16,16,v2 1024,4,144,32,16,12,v2"
-P=benchmarks/results/session48/prof_specs.py
+P=benchmarks/results/session33/prof_kernels.py
 G=benchmarks/results/session36/graph_ab.py
 {
 cp /tmp/base.so flash_window_attn/_C.abi3.so

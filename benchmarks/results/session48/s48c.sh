@@ -10,7 +10,7 @@ cp /tmp/base.so flash_window_attn/_C.abi3.so
 timeout 150 python tools/graph_step_timeline.py --model swinv2_base_window12_192 --variants swap,ceiling --top 40 2>&1 | grep -v -i warn > $OUT/runC-timeline.txt
 echo "timeline rc $? $(( $(date +%s) - t0 )) s"
 S="1024,4,144,32,16,12,v2 256,8,144,32,4,12,v2 64,16,144,32,1,12,v2 64,32,36,32,1,6,v2"
-python benchmarks/results/session48/prof_specs.py default $S 2>&1 | grep -v -i warn > $OUT/runC-prof.txt
+python benchmarks/results/session33/prof_kernels.py default $S 2>&1 | grep -v -i warn > $OUT/runC-prof.txt
 echo "prof $(( $(date +%s) - t0 )) s"
 G=benchmarks/results/session36/graph_ab.py
 {
