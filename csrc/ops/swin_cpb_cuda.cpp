@@ -107,18 +107,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_forward(
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
-struct CsrEntry {
-  WeakImpl impl;
-  uint32_t version;
-  int64_t T;
+// What the backward reads index through: the CSR (order, offsets), or (win_h > 0) the window's formula.
+struct IndexPlan {
   at::Tensor order, offsets;   // undefined where win_h > 0
   int win_h = 0, win_w = 0;    // CpbParams::win_h / win_w
 };
 
-// What the backward reads index through: the CSR (order, offsets), or (win_h > 0) the window's formula.
-struct IndexPlan {
-  at::Tensor order, offsets;
-  int win_h = 0, win_w = 0;
+struct CsrEntry {
+  WeakImpl impl;
+  uint32_t version;
+  int64_t T;
+  IndexPlan plan;
 };
 
 bool window_dtable_allowed() {
@@ -160,7 +159,8 @@ std::vector<CsrEntry>& csr_cache() {
   return cache;
 }
 
-std::pair<at::Tensor, at::Tensor> compute_csr(const at::Tensor& index, int64_t T) {
+// The CSR plan of index: its positions sorted by table row (order) and each row's first one (offsets).
+IndexPlan compute_csr(const at::Tensor& index, int64_t T) {
   const at::Tensor keys = index.reshape({-1});
   auto [sorted, order] = at::sort(keys, /*stable=*/true, /*dim=*/0, /*descending=*/false);
   at::Tensor offsets = at::empty({T + 1}, index.options());
@@ -178,10 +178,7 @@ std::vector<at::Tensor>& graph_retained() {
 
 IndexPlan plan_of(const at::Tensor& index, int64_t T) {
   c10::TensorImpl* key = index.unsafeGetTensorImpl();
-  if (index.is_inference()) {
-    auto [order, offsets] = compute_csr(index, T);
-    return {order, offsets};
-  }
+  if (index.is_inference()) return compute_csr(index, T);
   const bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
   const uint32_t version = key->version_counter().current_version();
   {
@@ -194,16 +191,17 @@ IndexPlan plan_of(const at::Tensor& index, int64_t T) {
       }
       if (it->impl.lock().get() == key) {
         if (it->version == version && it->T == T) {
-          if (capturing && it->win_h == 0) {   // the graph reads these at every replay: keep them alive (once)
+          const IndexPlan& plan = it->plan;
+          if (capturing && plan.win_h == 0) {   // the graph reads these at every replay: keep them alive (once)
             auto& kept = graph_retained();
             bool known = false;
-            for (const at::Tensor& t : kept) known = known || t.is_same(it->order);
+            for (const at::Tensor& t : kept) known = known || t.is_same(plan.order);
             if (!known) {
-              kept.push_back(it->order);
-              kept.push_back(it->offsets);
+              kept.push_back(plan.order);
+              kept.push_back(plan.offsets);
             }
           }
-          return {it->order, it->offsets, it->win_h, it->win_w};
+          return plan;
         }
         it = cache.erase(it);   // written in place since (or another T): recompute
         continue;
@@ -211,17 +209,13 @@ IndexPlan plan_of(const at::Tensor& index, int64_t T) {
       ++it;
     }
   }
-  if (capturing) {   // (the graph's pool: not cached; no sync)
-    auto [order, offsets] = compute_csr(index, T);
-    return {order, offsets};
-  }
-  IndexPlan plan;
-  std::tie(plan.win_h, plan.win_w) = window_of_index(index, T);
-  if (plan.win_h == 0) std::tie(plan.order, plan.offsets) = compute_csr(index, T);
+  if (capturing) return compute_csr(index, T);   // (the graph's pool: not cached; no sync)
+  const auto [win_h, win_w] = window_of_index(index, T);
+  IndexPlan plan = win_h == 0 ? compute_csr(index, T) : IndexPlan{{}, {}, win_h, win_w};
   std::lock_guard<std::mutex> lock(csr_mutex);
   auto& cache = csr_cache();
   if (cache.size() >= kMaxCsrEntries) cache.erase(cache.begin());
-  cache.push_back({WeakImpl(index.getIntrusivePtr()), version, T, plan.order, plan.offsets, plan.win_h, plan.win_w});
+  cache.push_back({WeakImpl(index.getIntrusivePtr()), version, T, plan});
   return plan;
 }
 

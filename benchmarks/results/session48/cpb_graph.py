@@ -4,7 +4,9 @@ graph after eager warm-up calls (the op's index cache filled, as in a model step
 (CUDA events), and each kernel's time per step (profiler over 20 replays). Environment switches are
 read once per process: run once per setting.
 
-    python benchmarks/results/session48/cpb_graph.py LABEL
+    python benchmarks/results/session48/cpb_graph.py LABEL [all]
+
+With `all`, the kernels that are not the op's own (autograd's, the graph's) are listed too.
 """
 import os
 import sys
@@ -43,6 +45,7 @@ def case(w, H):
 
 def main():
     label = sys.argv[1]
+    every = len(sys.argv) > 2 and sys.argv[2] == "all"
     for w, H in SHAPES:
         g, _out = _bench_common.cuda_graph_capture(case(w, H), warmup=3)
         us = 1000 * _bench_common.cuda_event_median_ms(g.replay, 300, flush_l2=False, warmup=20)
@@ -55,6 +58,8 @@ def main():
             if ev.device_time_total > 0 and "fwa::" in ev.key:
                 name = ev.key.replace("(anonymous namespace)::", "").split("(")[0].split("::")[-1]
                 ks.append(f"{name.replace('cpb_', '').replace('_kernel', '')} {ev.device_time_total / 20:.1f}")
+            elif every and ev.device_time_total > 0 and ev.count >= 20:
+                ks.append(f"<{ev.key[:60]}> {ev.device_time_total / 20:.1f} x{ev.count // 20}")
         print(f"[{label}] window {w:2d} H {H:2d}: graph {us:6.1f} us | " + ", ".join(sorted(ks)), flush=True)
 
 
