@@ -626,6 +626,99 @@ def test_cuda_fp32_dropout_runs_original_math():
     b.sum().backward()
 
 
+def _side_stream_steps(ours, x, m, dout, steps):
+    """`steps` SGD training steps (bf16 autocast) of ``ours``; its outputs, gradients and
+    parameters after each step."""
+    opt = torch.optim.SGD(ours.parameters(), lr=0.05)
+    out = []
+    for _ in range(steps):
+        xx = x.clone().requires_grad_(True)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = ours(xx, m)
+        y.backward(dout.to(y.dtype))
+        res = {f"grad {n}": p.grad.clone() for n, p in ours.named_parameters()}
+        res["input grad"] = xx.grad.clone()
+        res["output"] = y.detach().clone()
+        opt.step()
+        res.update({n: p.detach().clone() for n, p in ours.named_parameters()})
+        out.append(res)
+    return out
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("window", [(16, 16), (12, 12)], ids=_wid)
+def test_cuda_cpb_side_stream_bitwise(window, monkeypatch):
+    """A training step computes the V2 position bias on a side stream (and, by autograd's stream
+    semantics, its backward there too: common.bias_begin). The step runs the same kernels in the
+    same order per stream: outputs, gradients and the parameters after three SGD steps (each step's
+    bias reading the previous step's update) are bitwise the single-stream ones."""
+    from flash_window_attn import _swin_common as common
+
+    _, base = make_v2_pair(window, seed=23)
+    base.cuda()
+    N = window[0] * window[1]
+    x = _x(64, N, base.dim, seed=24).cuda()
+    m = window_mask(window, "shift").cuda()
+    dout = torch.randn(x.shape, generator=torch.Generator().manual_seed(25)).cuda()
+    got = {}
+    for on in (False, True):
+        monkeypatch.setattr(common, "CPB_SIDE_STREAM", on)
+        got[on] = _side_stream_steps(copy.deepcopy(base), x, m, dout, 3)
+    for step, (a, b) in enumerate(zip(got[True], got[False])):
+        for name in b:
+            assert torch.equal(a[name], b[name]), f"step {step}: {name} differs"
+    # where the side stream is used: a CUDA training step only
+    ours = copy.deepcopy(base)
+    monkeypatch.setattr(common, "CPB_SIDE_STREAM", True)
+    bias, token = common.bias_begin(ours, ours.relative_position_bias, x.device)
+    assert token is not None and token[1] == common._side_stream(x.device) and bias.grad_fn is not None
+    common.bias_end(bias, token)
+    ours.eval()
+    assert common.bias_begin(ours, ours.relative_position_bias, x.device)[1] is None
+    ours.train()
+    with torch.no_grad():
+        assert common.bias_begin(ours, ours.relative_position_bias, x.device)[1] is None
+    monkeypatch.setattr(common, "CPB_SIDE_STREAM", False)
+    assert common.bias_begin(ours, ours.relative_position_bias, x.device)[1] is None
+
+
+@pytest.mark.cuda
+def test_cuda_cpb_side_stream_in_a_captured_training_step():
+    """A training step captured in a CUDA graph (as bench_models' GPU-time figures do) with the
+    bias on the side stream: the capture joins it back; replays (also with new input values) give
+    the eager step's output and gradients bitwise."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import _bench_common   # the benchmarks' CUDA-graph capture
+
+    _, ours = make_v2_pair((16, 16), seed=26)
+    ours.cuda()
+    m = window_mask((16, 16), "shift").cuda()
+    dout = torch.randn(64, 256, ours.dim, generator=torch.Generator().manual_seed(27)).cuda()
+    x = _x(64, 256, ours.dim, seed=28).cuda().requires_grad_(True)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = ours(x, m)
+        grads = torch.autograd.grad(y, [x, *ours.parameters()], dout.to(y.dtype))
+        return (y, *grads)
+
+    graph, captured = _bench_common.cuda_graph_capture(step, warmup=2)
+    for seed in (28, 29):
+        with torch.no_grad():
+            x.copy_(_x(64, 256, ours.dim, seed=seed).cuda())
+        want = step()
+        for t in captured:
+            t.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        for i, (a, b) in enumerate(zip(captured, want)):
+            assert torch.equal(a, b), f"seed {seed}: result {i} differs"
+
+
 # ------------------------------------------------------------------------------------------------
 # transformers: Swinv2SelfAttention and SwinAttention (Swin V1)
 # ------------------------------------------------------------------------------------------------
