@@ -48,6 +48,8 @@ CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "1") not
 # (bias_begin / bias_end). FWA_CPB_SIDE_STREAM=0 (read at import; tests set the attribute) keeps
 # it on the caller's stream.
 CPB_SIDE_STREAM: bool = os.environ.get("FWA_CPB_SIDE_STREAM", "1") not in ("", "0")
+# (session 49 run C, timing only: 2 = joined at once, so only the backward runs beside other work)
+CPB_SIDE_JOIN_AT_ONCE: bool = os.environ.get("FWA_CPB_SIDE_STREAM", "1") == "2"
 _SIDE_STREAMS: Dict[int, "torch.cuda.Stream"] = {}
 
 # Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
@@ -169,6 +171,8 @@ def bias_begin(module: nn.Module, bias_fn: Callable[[], Tensor], device: torch.d
     side.wait_stream(main)   # the parameters' latest values (e.g. an optimizer step before)
     with torch.cuda.stream(side):
         bias = bias_fn()
+    if CPB_SIDE_JOIN_AT_ONCE:
+        return bias_end(bias, (main, side)), None
     return bias, (main, side)
 
 
