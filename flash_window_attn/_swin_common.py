@@ -5,9 +5,6 @@
 - :func:`dropout_kwargs`: what to pass the op for attention dropout, or None when the op cannot
   do it (then the module computes the attention with plain PyTorch, exactly like the original).
 - :func:`cached_bias`: the eval-mode cache of a per-layer relative-position bias.
-- :func:`bias_begin` / :func:`bias_end`: a training step's bias computed on a side CUDA stream,
-  beside the module's projections (and, through autograd's stream semantics, its backward beside
-  the layers' backward that follows).
 - :func:`adopt_state`: give a freshly made drop-in the whole state of an original module (same
   parameter / buffer / submodule objects, in the same registration order).
 """
@@ -43,14 +40,6 @@ _CUDA_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # swinv2_tiny_window16_256 training step 40-49 -> 29-34 ms on a host-bound H100 machine). The
 # environment variable FWA_CPB_OP_UNDER_COMPILE=0 (read at import) traces the plain ops instead.
 CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "1") not in ("", "0")
-
-# A training step's continuous position bias (and so its backward) runs on a side CUDA stream
-# (bias_begin / bias_end). FWA_CPB_SIDE_STREAM=0 (read at import; tests set the attribute) keeps
-# it on the caller's stream.
-CPB_SIDE_STREAM: bool = os.environ.get("FWA_CPB_SIDE_STREAM", "1") not in ("", "0")
-# (session 49 run C, timing only: 2 = joined at once, so only the backward runs beside other work)
-CPB_SIDE_JOIN_AT_ONCE: bool = os.environ.get("FWA_CPB_SIDE_STREAM", "1") == "2"
-_SIDE_STREAMS: Dict[int, "torch.cuda.Stream"] = {}
 
 # Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
 _CACHE_ATTR = "_fwa_bias_cache"
@@ -136,57 +125,6 @@ def cached_bias(
     bias = compute()
     if type(bias) is Tensor:
         module.__dict__[_CACHE_ATTR] = (key, bias)
-    return bias
-
-
-def _side_stream(device: torch.device) -> "torch.cuda.Stream":
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    stream = _SIDE_STREAMS.get(index)
-    if stream is None:
-        stream = _SIDE_STREAMS[index] = torch.cuda.Stream(device=index)
-    return stream
-
-
-def bias_begin(module: nn.Module, bias_fn: Callable[[], Tensor], device: torch.device):
-    """``bias_fn()``, issued on a side CUDA stream in a CUDA training step; returns (bias, token),
-    and the caller passes both to :func:`bias_end` before the bias is used.
-
-    The relative-position bias depends on the layer's parameters only, not on its input, so in a
-    training step (module in training mode, grad mode on: where :func:`cached_bias` recomputes it)
-    its kernels (Swin V2: the CPB MLP, a few microseconds of latency-bound launches per layer) can
-    run beside the module's qkv projection. Autograd runs a node's backward on the stream its
-    forward ran on, after waiting for the gradient's producer, so the bias's backward (the CPB
-    MLP's gradients) then also runs on the side stream, beside the layers' backward that follows
-    it. The results are the same kernels' (bitwise equal to the single-stream step). Not used under
-    torch.compile / tracing (the graph orders its own work), off CUDA, without grad, in eval mode,
-    or with ``CPB_SIDE_STREAM`` off: then the token is None and :func:`bias_end` is a no-op.
-    """
-    if (not CPB_SIDE_STREAM or device.type != "cuda" or not module.training or not torch.is_grad_enabled()
-            or torch.compiler.is_compiling() or torch.jit.is_tracing() or _is_fx_tracing()):
-        return bias_fn(), None
-    main = torch.cuda.current_stream(device)
-    side = _side_stream(device)
-    if side == main:
-        return bias_fn(), None
-    side.wait_stream(main)   # the parameters' latest values (e.g. an optimizer step before)
-    with torch.cuda.stream(side):
-        bias = bias_fn()
-    if CPB_SIDE_JOIN_AT_ONCE:
-        return bias_end(bias, (main, side)), None
-    return bias, (main, side)
-
-
-def bias_end(bias: Tensor, token) -> Tensor:
-    """Make the caller's stream wait for :func:`bias_begin`'s side-stream work; returns ``bias``.
-
-    The bias was allocated on the side stream and is read (and saved for the backward) on the
-    caller's: ``record_stream`` keeps the caching allocator from handing its memory to the side
-    stream again before the caller's stream is done with it."""
-    if token is not None:
-        main, side = token
-        main.wait_stream(side)
-        if isinstance(bias, Tensor):
-            bias.record_stream(main)
     return bias
 
 

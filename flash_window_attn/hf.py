@@ -103,20 +103,18 @@ class FlashSwinv2SelfAttention(Swinv2SelfAttention):
         H, d = self.num_attention_heads, self.attention_head_size
         if output_attentions or (attention_mask is not None and _SWINV2_MASK_REPEATS is None):
             return super().forward(hidden_states, attention_mask, output_attentions)
-        # (a training step computes the bias on a side stream, beside the projections)
-        bias, token = common.bias_begin(self, self.relative_position_bias, hidden_states.device)
         # Three (B_, N, C) projections viewed as (B_, H, N, d): strided views, no copy.
         q = self.query(hidden_states).view(batch_size, -1, H, d).transpose(1, 2)
         k = self.key(hidden_states).view(batch_size, -1, H, d).transpose(1, 2)
         v = self.value(hidden_states).view(batch_size, -1, H, d).transpose(1, 2)
-        bias = common.bias_end(bias, token)
         drop = common.dropout_kwargs(self.dropout.p, self.training, q)
         if drop is None or not common.op_runs(q):
             return super().forward(hidden_states, attention_mask, output_attentions)
         mask = attention_mask
         if mask is not None and _SWINV2_MASK_REPEATS == 2:
             mask = mask + mask  # transformers 5.x adds the mask twice (see the module docstring)
-        out = window_attention(q, k, v, bias, mask, logit_scale=self.logit_scale, **drop)
+        out = window_attention(q, k, v, self.relative_position_bias(), mask,
+                               logit_scale=self.logit_scale, **drop)
         return (out.transpose(1, 2).reshape(batch_size, n, H * d),)  # free view of (B_, N, H, d)
 
     def _apply(self, fn, recurse=True):

@@ -276,10 +276,8 @@ class WindowAttention(nn.Module):
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """x: (num_windows*B, N, C); mask: (num_windows, N, N) or None. Returns (num_windows*B, N, C)."""
         B_, N, C = x.shape
-        # (a training step computes the bias on a side stream, beside the qkv projection)
-        bias, token = common.bias_begin(self, self.relative_position_bias, x.device)
         qkv = self._qkv_projection(x)
-        bias = common.bias_end(bias, token)
+        bias = self.relative_position_bias()
         x = _fused_attention_packed(self, qkv, bias, mask, logit_scale=self.logit_scale)
         x = self.proj(x)
         x = self.proj_drop(x)
