@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 49 run A (H200): main with swin_cpb_cuda.cpp's IndexPlan refactor (s49a): build, the CPB /
 # modules / swap CUDA tests (the graph-capture [permuted] case first run here). Then
-# tools/patches/cpb-pdl-chains-UNTESTED.patch on top (s49b): CPB bitwise against s49a, the CPB
+# tools/patches/cpb-pdl-chains-SLOWER.patch on top (s49b): CPB bitwise against s49a, the CPB
 # CUDA tests, the CPB op's graph (s49a / s49b, every kernel listed), and the models' GPU time
 # (eager swapped / ceiling, window16 and base_window12_192), s49a / s49b alternating twice.
 export PYTHONPATH=$PWD
@@ -14,7 +14,7 @@ timeout 200 python -m pytest -q -p no:cacheprovider -m cuda $T 2>&1 | grep -E "p
 timeout 60 python -m pytest -q -p no:cacheprovider -m cuda "tests/test_cpb.py::test_cuda_graph_capture_reads_the_cached_csr" -v 2>&1 | grep -E "PASS|FAIL|ERROR" | head
 echo "tests A $(( $(date +%s) - t0 )) s"
 cp $OUT/s49a.so.xz .devbuild/ && cp /tmp/new.so /tmp/s49a.so
-patch -s -p1 < tools/patches/cpb-pdl-chains-UNTESTED.patch && echo "patch applied"
+patch -s -p1 < tools/patches/cpb-pdl-chains-SLOWER.patch && echo "patch applied"
 fwa_build s49b B
 fwa_bitwise_vs s49a B benchmarks/results/session47/cpb_bitwise.py
 timeout 200 python -m pytest -q -p no:cacheprovider -m cuda $T 2>&1 | grep -E "passed|failed|FAILED|ERROR|xpass" | tail -8
