@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kernel_utils.cuh"   // warp_sum, cp_async_*
 #include "kernels/launch_utils.h"    // prepare_kernel
@@ -29,9 +30,12 @@ __device__ __forceinline__ float cpb_hidden(const CpbParams& p, float x0, float 
     return v < 0.f ? 0.f : v;   // relu (NaN stays NaN, as torch.relu)
 }
 
-__global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __restrict__ sig) {
+// (The kernels below are bodies taking their CTA index `block`, run by a one-layer kernel with
+// blockIdx.x and by a batched one (CpbBatch) with the index within its layer.)
+__device__ __forceinline__ void cpb_mlp_body(const CpbParams& p, float* __restrict__ h, float* __restrict__ sig,
+                                             unsigned block) {
     const int n_groups = (p.H + kHeadsPerWarp - 1) / kHeadsPerWarp;
-    const int64_t wi = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+    const int64_t wi = int64_t(block) * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
     if (wi >= int64_t(p.T) * n_groups) return;
     const int t = static_cast<int>(wi / n_groups), hg = static_cast<int>(wi % n_groups);
@@ -72,16 +76,25 @@ __global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __rest
     }
 }
 
+__global__ void cpb_mlp_kernel(CpbParams p, float* __restrict__ h, float* __restrict__ sig) {
+    cpb_mlp_body(p, h, sig, blockIdx.x);
+}
+
 // One thread per position e of the N x N index: bias[hh, e] = 16 * sig[index[e], hh]. (One thread
 // per (head, position), session 29, was slower: 4.3 -> 7.0 us at N = 256, H = 24.)
-__global__ void cpb_gather_kernel(CpbParams p, const float* __restrict__ sig, float* __restrict__ bias) {
+__device__ __forceinline__ void cpb_gather_body(const CpbParams& p, const float* __restrict__ sig,
+                                                float* __restrict__ bias, unsigned block) {
     const int64_t nn = int64_t(p.N) * p.N;
-    const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t e = int64_t(block) * blockDim.x + threadIdx.x;
     if (e >= nn) return;
     const int64_t t = p.index[e];
     const bool ok = t >= 0 && t < p.T;
     for (int hh = 0; hh < p.H; ++hh)
         bias[int64_t(hh) * nn + e] = ok ? 16.f * sig[t * p.H + hh] : NAN;
+}
+
+__global__ void cpb_gather_kernel(CpbParams p, const float* __restrict__ sig, float* __restrict__ bias) {
+    cpb_gather_body(p, sig, bias, blockIdx.x);
 }
 
 __global__ void cpb_csr_offsets_kernel(const int64_t* __restrict__ keys, int64_t n, int T, int64_t* offsets) {
@@ -163,12 +176,12 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 // against t as it is read (NaN for a row t where one differs, as the CSR walk's check).
 constexpr int kWinHeads = 4;
 constexpr int kWinThreads = 512;
-__global__ void __launch_bounds__(kWinThreads)
-cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1, int64_t gs2,
-                         const float* __restrict__ sig, float* __restrict__ dpre) {
-    extern __shared__ float part[];   // [kWinHeads][ny][ndx]: the tasks' sums
+__device__ __forceinline__ void cpb_dtable_window_body(const CpbParams& p, const float* __restrict__ grad, int64_t gs0,
+                                                       int64_t gs1, int64_t gs2, const float* __restrict__ sig,
+                                                       float* __restrict__ dpre, unsigned block,
+                                                       float* part /* [kWinHeads][ny][ndx]: the tasks' sums */) {
     const int wh = p.win_h, ww = p.win_w, ndy = 2 * wh - 1, ndx = 2 * ww - 1;
-    const int dyi = static_cast<int>(blockIdx.x % ndy), h0 = static_cast<int>(blockIdx.x / ndy) * kWinHeads;
+    const int dyi = static_cast<int>(block % ndy), h0 = static_cast<int>(block / ndy) * kWinHeads;
     const int dy = dyi - (wh - 1);
     const int y0 = max(0, dy), ny = wh - abs(dy);
     const int nh = min(kWinHeads, p.H - h0);
@@ -220,6 +233,13 @@ cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs
     }
 }
 
+__global__ void __launch_bounds__(kWinThreads)
+cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1, int64_t gs2,
+                         const float* __restrict__ sig, float* __restrict__ dpre) {
+    extern __shared__ float part[];
+    cpb_dtable_window_body(p, grad, gs0, gs1, gs2, sig, dpre, blockIdx.x, part);
+}
+
 // The MLP's gradients from dpre = d(h w2ᵀ) (T, H):
 //   dw2[hh, c] = sum_t dpre[t, hh] h[t, c]
 //   dh[t, c]   = (h[t, c] > 0) * sum_hh dpre[t, hh] w2[hh, c]
@@ -241,17 +261,18 @@ cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs
 // registers (MaxH of them for dw2), combined over the 8 phases by xor-shuffles and across the warps
 // in smem in warp order: deterministic.
 template <int MaxH, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32)
-cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
-                   float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2, int stage_rows) {
+__device__ __forceinline__ void cpb_mlp_bwd_body(const CpbParams& p, const float* __restrict__ h,
+                                                 const float* __restrict__ dpre, float* __restrict__ dw1,
+                                                 float* __restrict__ db1, float* __restrict__ dw2, int stage_rows,
+                                                 unsigned block, float* dsm) {
+    // dsm: [stage_rows][H + 1] dpre, [stage_rows][4] h, [stage_rows][2] coords (16-byte aligned)
     constexpr int kCols = 4, kPhases = 32 / kCols;
     constexpr int kRows = kWarps * kPhases;        // rows per pass of the block's threads: one each
-    extern __shared__ __align__(16) float dsm[];   // [stage_rows][H + 1] dpre, [stage_rows][4] h, [stage_rows][2] coords
     constexpr int kQuantities = MaxH + 3;          // dw2's MaxH rows, dw1's 2 columns, db1
     __shared__ float red[kQuantities][kWarps][kCols];
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     const int cl = lane % kCols, phase = lane / kCols;
-    const int c0 = blockIdx.x * kCols, c = c0 + cl;
+    const int c0 = static_cast<int>(block) * kCols, c = c0 + cl;
     const bool col = c < p.hidden;
     const int pitch = p.H + 1;
     float* const hsm = dsm + stage_rows * pitch;
@@ -334,7 +355,7 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
     __syncthreads();
     for (int x = threadIdx.x; x < kQuantities * kCols; x += kWarps * 32) {
         const int q = x / kCols, cc = x - q * kCols;
-        const int cq = blockIdx.x * kCols + cc;
+        const int cq = static_cast<int>(block) * kCols + cc;
         if ((q >= p.H && q < MaxH) || cq >= p.hidden) continue;
         float r = 0.f;
 #pragma unroll
@@ -344,6 +365,14 @@ cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __rest
         else if (q == MaxH + 1) dw1[2 * int64_t(cq) + 1] = r;
         else if (db1 != nullptr) db1[cq] = r;
     }
+}
+
+template <int MaxH, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
+cpb_mlp_bwd_kernel(CpbParams p, const float* __restrict__ h, const float* __restrict__ dpre,
+                   float* __restrict__ dw1, float* __restrict__ db1, float* __restrict__ dw2, int stage_rows) {
+    extern __shared__ __align__(16) float dsm[];
+    cpb_mlp_bwd_body<MaxH, kWarps>(p, h, dpre, dw1, db1, dw2, stage_rows, blockIdx.x, dsm);
 }
 
 size_t cpb_dtable_window_smem(int win_h, int win_w) { return size_t(kWinHeads) * win_h * (2 * win_w - 1) * sizeof(float); }
@@ -387,6 +416,110 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
     return cudaGetLastError();
 }
 
+// ---- several layers per launch (CpbBatch) --------------------------------------------------------
+// Each CTA finds its layer from `begin` (the layers' first CTAs, in order) and runs that layer's
+// body with its index within the layer: per layer the same threads, rows and order as the
+// one-layer kernels (bitwise their outputs; the MLP backward's row assignment depends on kWarps
+// only, which is 16 for every MaxH <= 32 and 8 for 64, so layers are grouped by it).
+struct CpbBatch {
+    int n = 0;
+    unsigned begin[kCpbBatchMax + 1] = {};
+    int stage_rows[kCpbBatchMax] = {};   // the MLP backward's, per layer
+    CpbParams p[kCpbBatchMax];
+    CpbLayerIO io[kCpbBatchMax];
+};
+
+__device__ __forceinline__ int batch_layer(const CpbBatch& b, unsigned* block) {
+    int l = 0;
+    while (l + 1 < b.n && blockIdx.x >= b.begin[l + 1]) ++l;
+    *block = blockIdx.x - b.begin[l];
+    return l;
+}
+
+__global__ void cpb_mlp_batch_kernel(const __grid_constant__ CpbBatch b) {
+    unsigned block;
+    const int l = batch_layer(b, &block);
+    const CpbParams p = b.p[l];
+    cpb_mlp_body(p, b.io[l].h, b.io[l].sig, block);
+}
+
+__global__ void cpb_gather_batch_kernel(const __grid_constant__ CpbBatch b) {
+    unsigned block;
+    const int l = batch_layer(b, &block);
+    const CpbParams p = b.p[l];
+    cpb_gather_body(p, b.io[l].sig, b.io[l].bias, block);
+}
+
+__global__ void __launch_bounds__(kWinThreads) cpb_dtable_window_batch_kernel(const __grid_constant__ CpbBatch b) {
+    extern __shared__ float part[];
+    unsigned block;
+    const int l = batch_layer(b, &block);
+    const CpbParams p = b.p[l];
+    const CpbLayerIO& io = b.io[l];
+    cpb_dtable_window_body(p, io.grad, io.gs0, io.gs1, io.gs2, io.sig, io.dpre, block, part);
+}
+
+template <int MaxH, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32) cpb_mlp_bwd_batch_kernel(const __grid_constant__ CpbBatch b) {
+    extern __shared__ __align__(16) float dsm[];
+    unsigned block;
+    const int l = batch_layer(b, &block);
+    const CpbParams& p = b.p[l];   // (read from the parameter space: a register copy spilled at MaxH 32)
+    const CpbLayerIO& io = b.io[l];
+    cpb_mlp_bwd_body<MaxH, kWarps>(p, io.h, io.dpre, io.dw1, io.db1, io.dw2, b.stage_rows[l], block, dsm);
+}
+
+// The batch of layers [l0, l0 + n) of p / io.
+CpbBatch make_batch(const CpbParams* p, const CpbLayerIO* io, int l0, int n) {
+    CpbBatch b;
+    b.n = n;
+    for (int i = 0; i < n; ++i) {
+        b.p[i] = p[l0 + i];
+        b.io[i] = io[l0 + i];
+    }
+    return b;
+}
+
+// b.begin from each layer's CTA count; returns the grid (0 past the unsigned range: not launched).
+template <typename CtasOf>
+unsigned set_begin(CpbBatch& b, CtasOf ctas_of) {
+    uint64_t total = 0;
+    for (int i = 0; i < b.n; ++i) {
+        b.begin[i] = static_cast<unsigned>(total);
+        total += ctas_of(b.p[i]);
+    }
+    if (total > 0x7fffffffu) return 0;
+    b.begin[b.n] = static_cast<unsigned>(total);
+    return static_cast<unsigned>(total);
+}
+
+template <int MaxH>
+cudaError_t launch_bwd_batch(CpbBatch& b, cudaStream_t s) {
+    size_t smem = 0;
+    for (int i = 0; i < b.n; ++i) smem = std::max(smem, cpb_dtable_window_smem(b.p[i].win_h, b.p[i].win_w));
+    unsigned grid = set_begin(b, [](const CpbParams& q) {
+        return uint64_t(2 * q.win_h - 1) * ((q.H + kWinHeads - 1) / kWinHeads);
+    });
+    if (grid == 0) return cudaErrorInvalidValue;
+    cpb_dtable_window_batch_kernel<<<grid, kWinThreads, smem, s>>>(b);   // (<= 48 KB: cpb_window_dtable_fits)
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // as launch_bwd
+    constexpr auto kKernel = cpb_mlp_bwd_batch_kernel<MaxH, kWarps>;
+    smem = 0;
+    for (int i = 0; i < b.n; ++i) {
+        b.stage_rows[i] = cpb_mlp_bwd_stage_rows(b.p[i].T, b.p[i].H, kWarps * 8);
+        smem = std::max(smem, cpb_mlp_bwd_smem_bytes(b.stage_rows[i], b.p[i].H));
+    }
+    int ctas = 0;
+    err = prepare_kernel<kKernel>(smem, kWarps * 32, &ctas);
+    if (err != cudaSuccess) return err;
+    grid = set_begin(b, [](const CpbParams& q) { return uint64_t(q.hidden + 3) / 4; });
+    if (grid == 0) return cudaErrorInvalidValue;
+    kKernel<<<grid, kWarps * 32, smem, s>>>(b);
+    return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s) {
@@ -419,6 +552,63 @@ cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int
     if (p.H <= 16) return launch_bwd<16>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
     if (p.H <= 32) return launch_bwd<32>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
     return launch_bwd<64>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
+}
+
+bool cpb_batch_forward_takes(const CpbParams& p) {
+    return p.T > 0 && p.hidden > 0 && p.H > 0 && p.N > 0 && p.H <= kCpbMaxHeads;
+}
+
+bool cpb_batch_backward_takes(const CpbParams& p) {
+    return cpb_batch_forward_takes(p) && p.win_h > 0 && cpb_window_dtable_fits(p.win_h, p.win_w);
+}
+
+cudaError_t cpb_forward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s) {
+    for (int i = 0; i < n; ++i)
+        if (!cpb_batch_forward_takes(p[i])) return cudaErrorInvalidValue;
+    for (int l0 = 0; l0 < n; l0 += kCpbBatchMax) {
+        CpbBatch b = make_batch(p, io, l0, std::min(kCpbBatchMax, n - l0));
+        constexpr int kWarps = 8;   // as cpb_forward
+        unsigned grid = set_begin(b, [](const CpbParams& q) {
+            return (uint64_t(q.T) * ((q.H + kHeadsPerWarp - 1) / kHeadsPerWarp) + kWarps - 1) / kWarps;
+        });
+        if (grid == 0) return cudaErrorInvalidValue;
+        cpb_mlp_batch_kernel<<<grid, kWarps * 32, 0, s>>>(b);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+        grid = set_begin(b, [](const CpbParams& q) { return (uint64_t(q.N) * q.N + 255) / 256; });
+        if (grid == 0) return cudaErrorInvalidValue;
+        cpb_gather_batch_kernel<<<grid, 256, 0, s>>>(b);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cpb_backward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s) {
+    for (int i = 0; i < n; ++i)
+        if (!cpb_batch_backward_takes(p[i])) return cudaErrorInvalidValue;
+    // two groups by the MLP backward's kWarps (H <= 32, H > 32), each in launches of kCpbBatchMax
+    for (int wide = 0; wide < 2; ++wide) {
+        std::vector<int> ids;
+        for (int i = 0; i < n; ++i)
+            if ((p[i].H > 32) == (wide == 1)) ids.push_back(i);
+        for (size_t k0 = 0; k0 < ids.size(); k0 += kCpbBatchMax) {
+            CpbBatch b;
+            b.n = static_cast<int>(std::min<size_t>(kCpbBatchMax, ids.size() - k0));
+            int max_h = 0;
+            for (int i = 0; i < b.n; ++i) {
+                b.p[i] = p[ids[k0 + i]];
+                b.io[i] = io[ids[k0 + i]];
+                max_h = std::max(max_h, b.p[i].H);
+            }
+            const cudaError_t err = max_h <= 8    ? launch_bwd_batch<8>(b, s)
+                                    : max_h <= 16 ? launch_bwd_batch<16>(b, s)
+                                    : max_h <= 32 ? launch_bwd_batch<32>(b, s)
+                                                  : launch_bwd_batch<64>(b, s);
+            if (err != cudaSuccess) return err;
+        }
+    }
+    return cudaSuccess;
 }
 
 }  // namespace fwa

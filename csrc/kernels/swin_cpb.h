@@ -58,4 +58,36 @@ cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int
                          const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
                          float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s);
 
+// ---- several layers per launch ------------------------------------------------------------------
+// A Swin V2 model's layers each have their own table MLP; the bias depends on the parameters only,
+// so a training step's biases can all be computed in one launch per kernel (and their gradients,
+// once every layer's dbias exists, in one per kernel too) instead of per layer: the kernels are
+// latency-bound, a few microseconds each. Each layer is computed exactly as by cpb_forward /
+// cpb_backward (the same per-layer code, the same bits).
+constexpr int kCpbBatchMax = 16;   // layers per launch (the launchers split longer lists)
+
+// One layer's outputs and gradient (as cpb_forward's / cpb_backward's arguments).
+struct CpbLayerIO {
+    float* h = nullptr;        // forward outputs
+    float* sig = nullptr;
+    float* bias = nullptr;
+    const float* grad = nullptr;   // backward: dbias (H, N, N) with strides gs0, gs1, gs2
+    int64_t gs0 = 0, gs1 = 0, gs2 = 0;
+    float* dpre = nullptr;     // backward workspace (T, H) and outputs
+    float* dw1 = nullptr;
+    float* db1 = nullptr;      // nullptr where the layer has no b1
+    float* dw2 = nullptr;
+};
+
+// Whether cpb_forward_batch / cpb_backward_batch take this layer: T, hidden, H and N > 0, H <=
+// kCpbMaxHeads; the backward also needs the window form (win_h > 0, cpb_window_dtable_fits).
+bool cpb_batch_forward_takes(const CpbParams& p);
+bool cpb_batch_backward_takes(const CpbParams& p);
+
+// n layers' forwards (h, sig, bias of io[l]), as n calls of cpb_forward.
+cudaError_t cpb_forward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s);
+// n layers' backwards (grad, dpre, dw1, db1, dw2 of io[l]; h and sig read from io[l]), as n calls
+// of cpb_backward in the window form.
+cudaError_t cpb_backward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s);
+
 }  // namespace fwa
