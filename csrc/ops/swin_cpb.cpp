@@ -9,6 +9,17 @@
 //                          Tensor index, Tensor h, Tensor sig) -> (Tensor dw1, Tensor db1, Tensor dw2)
 //       h = relu(coords w1ᵀ + b1) (T, hidden) and sig = sigmoid(h w2ᵀ) (T, H), saved by the
 //       autograd kernel's forward
+//   swin_cpb_bias_batch_forward(Tensor[] coords, Tensor[] w1, Tensor[] b1, Tensor[] w2,
+//                               Tensor[] index) -> (Tensor[] bias, Tensor[] h, Tensor[] sig)
+//   swin_cpb_bias_batch_backward(Tensor[] grad, Tensor[] coords, Tensor[] w1, Tensor[] b1,
+//                                Tensor[] w2, Tensor[] index, Tensor[] h, Tensor[] sig)
+//       -> (Tensor[] dw1, Tensor[] db1, Tensor[] dw2)
+//       swin_cpb_bias_forward / _backward of several layers at once (lists of one entry per
+//       layer, b1 given for each): what a model's training step computes for all its layers (the
+//       model-level batching of flash_window_attn/_swin_common.py). On CUDA in float32 each kernel
+//       runs once for all the layers (csrc/kernels/swin_cpb.cu, CpbBatch), with each layer's
+//       results bitwise the one-layer op's; elsewhere, layer by layer. No autograd kernel: the
+//       Python autograd.Function of _swin_common.py pairs them.
 //
 // The same math as timm's / transformers' `16 * sigmoid(cpb_mlp(table))[index].permute(2, 0, 1)`
 // (sigmoid before the gather: it is elementwise), in the parameters' dtype, written with ATen ops.
@@ -248,12 +259,53 @@ at::Tensor cpb_bias_autograd(const at::Tensor& coords, const at::Tensor& w1, con
 
 }  // namespace
 
+size_t check_cpb_batch_lists(std::initializer_list<std::pair<at::TensorList, const char*>> lists) {
+  const auto& first = *lists.begin();
+  const size_t n = first.first.size();
+  for (const auto& [list, name] : lists)
+    TORCH_CHECK_VALUE(list.size() == n, kCpbOp, "batch: ", name, " has ", list.size(), " entries but ",
+                      first.second, " has ", n, " (one per layer)");
+  return n;
+}
+
+CpbBatchOut cpb_batch_forward_impl(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
+                                   at::TensorList index) {
+  const size_t n = check_cpb_batch_lists({{coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"}, {index, "index"}});
+  CpbBatchOut out;
+  for (size_t i = 0; i < n; ++i) {
+    auto [bias, h, sig] = cpb_bias_forward_impl(coords[i], w1[i], b1[i], w2[i], index[i]);
+    std::get<0>(out).push_back(bias);
+    std::get<1>(out).push_back(h);
+    std::get<2>(out).push_back(sig);
+  }
+  return out;
+}
+
+CpbBatchOut cpb_batch_backward_impl(at::TensorList grad, at::TensorList coords, at::TensorList w1,
+                                    at::TensorList b1, at::TensorList w2, at::TensorList index, at::TensorList h,
+                                    at::TensorList sig) {
+  const size_t n = check_cpb_batch_lists({{grad, "grad"}, {coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"},
+                                          {index, "index"}, {h, "h"}, {sig, "sig"}});
+  CpbBatchOut out;
+  for (size_t i = 0; i < n; ++i) {
+    auto [dw1, db1, dw2] = cpb_bias_backward_impl(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
+    std::get<0>(out).push_back(dw1);
+    std::get<1>(out).push_back(db1);
+    std::get<2>(out).push_back(dw2);
+  }
+  return out;
+}
+
 TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
   m.def("swin_cpb_bias(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> Tensor");
   m.def("swin_cpb_bias_forward(Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index) -> "
         "(Tensor, Tensor, Tensor)");
   m.def("swin_cpb_bias_backward(Tensor grad, Tensor coords, Tensor w1, Tensor? b1, Tensor w2, Tensor index, "
         "Tensor h, Tensor sig) -> (Tensor, Tensor, Tensor)");
+  m.def("swin_cpb_bias_batch_forward(Tensor[] coords, Tensor[] w1, Tensor[] b1, Tensor[] w2, Tensor[] index) -> "
+        "(Tensor[], Tensor[], Tensor[])");
+  m.def("swin_cpb_bias_batch_backward(Tensor[] grad, Tensor[] coords, Tensor[] w1, Tensor[] b1, Tensor[] w2, "
+        "Tensor[] index, Tensor[] h, Tensor[] sig) -> (Tensor[], Tensor[], Tensor[])");
 }
 
 // ATen ops on the CPU (registered per device, not as CompositeExplicitAutograd, so that the fake
@@ -262,6 +314,8 @@ TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
   m.impl("swin_cpb_bias", &cpb_bias_impl);
   m.impl("swin_cpb_bias_forward", &cpb_bias_forward_impl);
   m.impl("swin_cpb_bias_backward", &cpb_bias_backward_impl);
+  m.impl("swin_cpb_bias_batch_forward", &cpb_batch_forward_impl);
+  m.impl("swin_cpb_bias_batch_backward", &cpb_batch_backward_impl);
 }
 
 // CUDA: csrc/ops/swin_cpb_cuda.cpp (fused float32 kernels, these ATen ops otherwise).

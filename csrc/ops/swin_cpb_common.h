@@ -4,8 +4,11 @@
 
 #include <ATen/ATen.h>
 
+#include <initializer_list>
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace flash_window_attn {
 
@@ -29,5 +32,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_forward_impl(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
     const at::Tensor& grad, const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1,
     const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig);
+
+// The batched ops (several layers' biases in one call; swin_cpb.cpp's header comment):
+// per-layer lists, each of the same length (ValueError naming the list otherwise).
+using CpbBatchOut = std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>;
+size_t check_cpb_batch_lists(std::initializer_list<std::pair<at::TensorList, const char*>> lists);
+// Their ATen implementations: the one-layer ops' ATen implementations, layer by layer.
+CpbBatchOut cpb_batch_forward_impl(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
+                                   at::TensorList index);
+CpbBatchOut cpb_batch_backward_impl(at::TensorList grad, at::TensorList coords, at::TensorList w1,
+                                    at::TensorList b1, at::TensorList w2, at::TensorList index, at::TensorList h,
+                                    at::TensorList sig);
 
 }  // namespace flash_window_attn

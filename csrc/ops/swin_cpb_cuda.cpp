@@ -283,12 +283,129 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_cuda(
   return fused_backward(grad, coords, w1, b1, w2, index, h, sig, s);
 }
 
+// ---- several layers at once ------------------------------------------------------------------------
+// Where every layer takes the fused kernels (float32, on w1[0]'s device; the backward: Swin window
+// indices) all of them run in one launch per kernel (fwa::cpb_forward_batch / cpb_backward_batch);
+// otherwise layer by layer through the one-layer op's implementation. Either way each layer's
+// results are the one-layer op's, bitwise.
+
+CpbBatchOut cpb_batch_forward_cuda(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
+                                   at::TensorList index) {
+  const size_t n = check_cpb_batch_lists({{coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"}, {index, "index"}});
+  CpbBatchOut out;
+  if (n == 0) return out;
+  std::vector<CpbSizes> sizes;
+  bool fused = true;
+  for (size_t i = 0; i < n; ++i) {
+    sizes.push_back(check_cpb_args(coords[i], w1[i], b1[i], w2[i], index[i]));
+    fused = fused && w1[i].device() == w1[0].device() && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
+  }
+  const c10::cuda::CUDAGuard guard(w1[0].device());
+  std::vector<at::Tensor> keep;
+  std::vector<fwa::CpbParams> ps(n);
+  std::vector<fwa::CpbLayerIO> io(n);
+  for (size_t i = 0; fused && i < n; ++i) {
+    ps[i] = params(coords[i], w1[i], b1[i], w2[i], index[i], sizes[i], keep);
+    fused = fwa::cpb_batch_forward_takes(ps[i]);
+  }
+  if (!fused) {
+    for (size_t i = 0; i < n; ++i) {
+      auto [bias, h, sig] = cpb_bias_forward_cuda(coords[i], w1[i], b1[i], w2[i], index[i]);
+      std::get<0>(out).push_back(bias);
+      std::get<1>(out).push_back(h);
+      std::get<2>(out).push_back(sig);
+    }
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const CpbSizes& s = sizes[i];
+    const auto f32 = w1[i].options();
+    at::Tensor bias = at::empty({s.H, s.N, s.N}, f32), h = at::empty({s.T, s.hidden}, f32), sig = at::empty({s.T, s.H}, f32);
+    io[i].bias = bias.data_ptr<float>();
+    io[i].h = h.data_ptr<float>();
+    io[i].sig = sig.data_ptr<float>();
+    std::get<0>(out).push_back(bias);
+    std::get<1>(out).push_back(h);
+    std::get<2>(out).push_back(sig);
+  }
+  check_cuda(fwa::cpb_forward_batch(ps.data(), io.data(), static_cast<int>(n), at::cuda::getCurrentCUDAStream()),
+             "batched forward kernel launch");
+  return out;
+}
+
+CpbBatchOut cpb_batch_backward_cuda(at::TensorList grad, at::TensorList coords, at::TensorList w1,
+                                    at::TensorList b1, at::TensorList w2, at::TensorList index, at::TensorList h,
+                                    at::TensorList sig) {
+  const size_t n = check_cpb_batch_lists({{grad, "grad"}, {coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"},
+                                          {index, "index"}, {h, "h"}, {sig, "sig"}});
+  CpbBatchOut out;
+  if (n == 0) return out;
+  std::vector<CpbSizes> sizes;
+  bool fused = true;
+  for (size_t i = 0; i < n; ++i) {
+    sizes.push_back(check_cpb_args(coords[i], w1[i], b1[i], w2[i], index[i]));
+    check_cpb_saved(grad[i], h[i], sig[i], sizes[i]);
+    fused = fused && w1[i].device() == w1[0].device() && grad[i].device() == w1[0].device() &&
+            h[i].device() == w1[0].device() && sig[i].device() == w1[0].device() &&
+            h[i].scalar_type() == at::kFloat && sig[i].scalar_type() == at::kFloat &&
+            at::isFloatingType(grad[i].scalar_type()) && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
+  }
+  const c10::cuda::CUDAGuard guard(w1[0].device());
+  std::vector<at::Tensor> keep;
+  std::vector<fwa::CpbParams> ps(n);
+  std::vector<fwa::CpbLayerIO> io(n);
+  for (size_t i = 0; fused && i < n; ++i) {
+    ps[i] = params(coords[i], w1[i], b1[i], w2[i], index[i], sizes[i], keep);
+    const IndexPlan plan = plan_of(index[i], sizes[i].T);
+    ps[i].win_h = plan.win_h;
+    ps[i].win_w = plan.win_w;
+    fused = fwa::cpb_batch_backward_takes(ps[i]);
+  }
+  if (!fused) {
+    for (size_t i = 0; i < n; ++i) {
+      auto [dw1, db1, dw2] = cpb_bias_backward_cuda(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
+      std::get<0>(out).push_back(dw1);
+      std::get<1>(out).push_back(db1);
+      std::get<2>(out).push_back(dw2);
+    }
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const CpbSizes& s = sizes[i];
+    const auto f32 = w1[i].options();
+    const at::Tensor g = grad[i].scalar_type() == at::kFloat ? grad[i] : grad[i].to(at::kFloat);
+    keep.push_back(g);
+    keep.push_back(h[i].contiguous());
+    io[i].h = keep.back().data_ptr<float>();
+    keep.push_back(sig[i].contiguous());
+    io[i].sig = keep.back().data_ptr<float>();
+    io[i].grad = g.data_ptr<float>();
+    io[i].gs0 = g.stride(0);
+    io[i].gs1 = g.stride(1);
+    io[i].gs2 = g.stride(2);
+    keep.push_back(at::empty({s.T, s.H}, f32));
+    io[i].dpre = keep.back().data_ptr<float>();
+    at::Tensor dw1 = at::empty({s.hidden, 2}, f32), db1 = at::empty({s.hidden}, f32), dw2 = at::empty({s.H, s.hidden}, f32);
+    io[i].dw1 = dw1.data_ptr<float>();
+    io[i].db1 = db1.data_ptr<float>();
+    io[i].dw2 = dw2.data_ptr<float>();
+    std::get<0>(out).push_back(dw1.view(w1[i].sizes()));
+    std::get<1>(out).push_back(db1);
+    std::get<2>(out).push_back(dw2);
+  }
+  check_cuda(fwa::cpb_backward_batch(ps.data(), io.data(), static_cast<int>(n), at::cuda::getCurrentCUDAStream()),
+             "batched backward kernel launch");
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
   m.impl("swin_cpb_bias", &cpb_bias_cuda);
   m.impl("swin_cpb_bias_forward", &cpb_bias_forward_cuda);
   m.impl("swin_cpb_bias_backward", &cpb_bias_backward_cuda);
+  m.impl("swin_cpb_bias_batch_forward", &cpb_batch_forward_cuda);
+  m.impl("swin_cpb_bias_batch_backward", &cpb_batch_backward_cuda);
 }
 
 }  // namespace flash_window_attn
