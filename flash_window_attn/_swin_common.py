@@ -5,6 +5,8 @@
 - :func:`dropout_kwargs`: what to pass the op for attention dropout, or None when the op cannot
   do it (then the module computes the attention with plain PyTorch, exactly like the original).
 - :func:`cached_bias`: the eval-mode cache of a per-layer relative-position bias.
+- :func:`install_cpb_batching` / :func:`prefetched_bias`: a training step's Swin V2 position biases
+  for all of a swapped model's layers in one batched op call (and their gradients in one).
 - :func:`adopt_state`: give a freshly made drop-in the whole state of an original module (same
   parameter / buffer / submodule objects, in the same registration order).
 """
@@ -40,6 +42,14 @@ _CUDA_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # swinv2_tiny_window16_256 training step 40-49 -> 29-34 ms on a host-bound H100 machine). The
 # environment variable FWA_CPB_OP_UNDER_COMPILE=0 (read at import) traces the plain ops instead.
 CPB_OP_UNDER_COMPILE: bool = os.environ.get("FWA_CPB_OP_UNDER_COMPILE", "1") not in ("", "0")
+
+# A swapped model computes its Swin V2 layers' position biases together in a training step
+# (install_cpb_batching). FWA_CPB_BATCH=0 (read at import; tests set the attribute) leaves every
+# layer to compute its own.
+CPB_BATCH: bool = os.environ.get("FWA_CPB_BATCH", "1") not in ("", "0")
+# Where a module keeps the bias computed for it by the batch, and a model its batching state
+_PREFETCH_ATTR = "_fwa_cpb_prefetched"
+_BATCH_ATTR = "_fwa_cpb_batch"
 
 # Where a module keeps its cached bias (a plain instance attribute: not state, not moved by .to()).
 _CACHE_ATTR = "_fwa_bias_cache"
@@ -199,6 +209,7 @@ def _is_fx_tracing() -> bool:
 
 def clear_bias_cache(module: nn.Module) -> None:
     module.__dict__.pop(_CACHE_ATTR, None)
+    module.__dict__.pop(_PREFETCH_ATTR, None)
 
 
 def _cache_key(deps: Sequence[Tensor], extra_key: Tuple) -> Optional[Tuple]:
@@ -229,6 +240,7 @@ def adopt_state(new: nn.Module, old: nn.Module) -> nn.Module:
     if "_non_persistent_buffers_set" in state:
         state["_non_persistent_buffers_set"] = set(state["_non_persistent_buffers_set"])
     state.pop(_CACHE_ATTR, None)
+    state.pop(_PREFETCH_ATTR, None)
     new.__dict__.update(state)
     return new
 
@@ -247,3 +259,137 @@ def window_area(window_size) -> int:
 
 
 LN100 = math.log(1.0 / 0.01)  # the logit-scale clamp bound as timm / transformers write it
+
+
+# ------------------------------------------------------------------------------------------------
+# One batched position-bias op call per training step for all of a model's Swin V2 layers
+# ------------------------------------------------------------------------------------------------
+#
+# A Swin V2 layer's bias depends on its parameters only (the CPB MLP and two constant buffers), not
+# on its input, so a training step can compute every layer's at once, before the first layer runs:
+# swinv2_tiny has 12 layers, swinv2_base 24, and on CUDA each layer's bias costs four small,
+# latency-bound kernel launches (two forward, two backward; a few microseconds each, none of which
+# the model's other work needs). swap_window_attention installs a forward pre-hook on the model
+# (install_cpb_batching) that computes all the layers' biases in one call of
+# swin_cpb_bias_batch_forward (one launch per kernel on CUDA), through an autograd.Function whose
+# backward is one call of swin_cpb_bias_batch_backward: autograd runs a node once all of its
+# outputs' gradients exist, i.e. after the first layer's attention backward, near the end of the
+# backward pass. Each layer's bias and gradients are bitwise the per-layer op's.
+#
+# Each layer takes its bias at its forward (prefetched_bias) where the entry is valid: the module is
+# in training mode with grad on, and its inputs are the same tensors, unmodified (version counters)
+# since the batch. An entry stays until the next batch replaces it, so activation checkpointing's
+# recomputation in the backward (non-reentrant: it must save the same tensors as the forward did)
+# and a module called again outside the model's forward find it too; the Function keeps its
+# tensors as attributes (not saved tensors), so its backward can run once per use (reentrant
+# checkpointing backpropagates each recomputed block separately), each run adding that use's
+# gradients. Under torch.compile / tracing nothing is batched (each layer's op is in the graph).
+
+
+def cpb_batch_inputs(mlp: nn.Module, coords: Tensor, index: Tensor, num_heads: int):
+    """(coords, w1, b1, w2, index) of a layer whose bias the batched op can compute (the standard
+    MLP with a first-layer bias: ``cpb_bias``'s op path), else None."""
+    if not _standard_cpb_mlp(mlp, coords, num_heads) or type(index) is not Tensor:
+        return None
+    l1, _, l2 = mlp._modules.values()
+    if l1.bias is None or index.device != coords.device:
+        return None
+    return coords, l1.weight, l1.bias, l2.weight, index
+
+
+class _CpbBatch(torch.autograd.Function):
+    """Every layer's bias from one swin_cpb_bias_batch_forward call; their gradients from one
+    swin_cpb_bias_batch_backward call. Inputs: n, then n coords, w1, b1, w2, index each."""
+
+    @staticmethod
+    def forward(ctx, n: int, *flat: Tensor):
+        lists = [list(flat[i * n:(i + 1) * n]) for i in range(5)]
+        bias, h, sig = torch.ops.flash_window_attn.swin_cpb_bias_batch_forward(*lists)
+        # attributes, not saved tensors: the backward may run once per use of the outputs (see above)
+        ctx.lists, ctx.h, ctx.sig = lists, h, sig
+        ctx.versions = [t._version for t in flat]
+        return tuple(bias)
+
+    @staticmethod
+    def backward(ctx, *grads: Tensor):
+        lists = ctx.lists
+        flat = [t for lst in lists for t in lst]
+        for t, v in zip(flat, ctx.versions):
+            if t._version != v:
+                raise RuntimeError(
+                    "flash_window_attn: a tensor the batched position bias needs for its gradient "
+                    f"(shape {tuple(t.shape)}) was modified by an inplace operation since the forward "
+                    f"(version {v} -> {t._version})")
+        coords, w1, b1, w2, index = lists
+        dw1, db1, dw2 = torch.ops.flash_window_attn.swin_cpb_bias_batch_backward(
+            list(grads), coords, w1, b1, w2, index, ctx.h, ctx.sig)
+        none = [None] * len(grads)
+        return (None, *none, *dw1, *db1, *dw2, *none)
+
+
+class _BatchState:
+    """A model's batching state: its drop-ins whose bias the batch computes, and the hook."""
+
+    def __init__(self, modules, handle):
+        self.modules = modules
+        self.handle = handle
+
+
+def _batch_pre_hook(model: nn.Module, args) -> None:
+    state = model.__dict__.get(_BATCH_ATTR)
+    if (state is None or not CPB_BATCH or torch.compiler.is_compiling() or torch.jit.is_tracing()
+            or _is_fx_tracing()):
+        return None
+    for m in state.modules:   # the previous batch's entries
+        m.__dict__.pop(_PREFETCH_ATTR, None)
+    if not torch.is_grad_enabled():
+        return None
+    taken, inputs = [], []
+    for m in state.modules:
+        if not m.training:
+            continue
+        inp = m._cpb_batch_inputs()
+        if inp is not None and (not inputs or inp[1].device == inputs[0][1].device):
+            taken.append(m)
+            inputs.append(inp)
+    if len(taken) < 2:
+        return None
+    n = len(taken)
+    flat = [inp[k] for k in range(5) for inp in inputs]
+    biases = _CpbBatch.apply(n, *flat)
+    for m, inp, bias in zip(taken, inputs, biases):
+        m.__dict__[_PREFETCH_ATTR] = (tuple((t, t._version) for t in inp), bias)
+    return None
+
+
+def install_cpb_batching(model: nn.Module, modules: Sequence[nn.Module]) -> bool:
+    """Batch the training-step position biases of ``modules`` (Swin V2 drop-ins in ``model``, each
+    with ``_cpb_batch_inputs``) through a forward pre-hook on ``model``; replaces an earlier
+    installation on the same model. Returns whether it was installed (two modules or more)."""
+    old = model.__dict__.pop(_BATCH_ATTR, None)
+    if old is not None:
+        old.handle.remove()
+        for m in old.modules:
+            m.__dict__.pop(_PREFETCH_ATTR, None)
+    modules = list(modules)
+    if len(modules) < 2:
+        return False
+    handle = model.register_forward_pre_hook(_batch_pre_hook)
+    model.__dict__[_BATCH_ATTR] = _BatchState(modules, handle)
+    return True
+
+
+def prefetched_bias(module: nn.Module) -> Optional[Tensor]:
+    """The bias the model's batch computed for ``module`` in this training step, or None (no batch,
+    not a training step with grad, under torch.compile, or the module's inputs changed since)."""
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return None
+    entry = module.__dict__.get(_PREFETCH_ATTR)
+    if entry is None or not module.training or not torch.is_grad_enabled():
+        return None
+    key, bias = entry
+    inp = module._cpb_batch_inputs()
+    if inp is None or len(inp) != len(key) or any(a is not b or a._version != v for a, (b, v) in zip(inp, key)):
+        module.__dict__.pop(_PREFETCH_ATTR, None)
+        return None
+    return bias

@@ -82,8 +82,19 @@ class FlashSwinv2SelfAttention(Swinv2SelfAttention):
                                self.relative_position_index, self.num_attention_heads,
                                common.window_area(self.window_size))
 
+    def _cpb_batch_inputs(self):
+        """What the model-level batch of ``swap_window_attention`` computes this layer's bias from
+        (``_swin_common.cpb_batch_inputs``), or None."""
+        return common.cpb_batch_inputs(self.continuous_position_bias_mlp, self.relative_coords_table,
+                                       self.relative_position_index, self.num_attention_heads)
+
     def relative_position_bias(self) -> Tensor:
-        """The (H, N, N) bias 16 * sigmoid(cpb_mlp(table))[index] (cached in eval / no-grad)."""
+        """The (H, N, N) bias 16 * sigmoid(cpb_mlp(table))[index] (cached in eval / no-grad; in a
+        training step of a swapped model, the model's batched computation of every layer's)."""
+        bias = common.prefetched_bias(self)
+        if bias is not None:
+            return bias
+
         def deps():
             return [*self.continuous_position_bias_mlp.parameters(), self.relative_coords_table,
                     self.relative_position_index]

@@ -253,8 +253,20 @@ class WindowAttention(nn.Module):
         return common.cpb_bias(self.cpb_mlp, self.relative_coords_table, self.relative_position_index,
                                self.num_heads, common.window_area(self.window_size))
 
+    def _cpb_batch_inputs(self):
+        """What the model-level batch of ``swap_window_attention`` computes this layer's bias from
+        (``_swin_common.cpb_batch_inputs``), or None."""
+        return common.cpb_batch_inputs(self.cpb_mlp, self.relative_coords_table, self.relative_position_index,
+                                       self.num_heads)
+
     def relative_position_bias(self) -> Tensor:
-        """The (H, N, N) bias; cached in eval mode / without grad while its inputs are unchanged."""
+        """The (H, N, N) bias; cached in eval mode / without grad while its inputs are unchanged.
+        In a training step of a swapped model, the model's batched computation of every layer's
+        bias (``_swin_common.install_cpb_batching``)."""
+        bias = common.prefetched_bias(self)
+        if bias is not None:
+            return bias
+
         def deps():
             return [*self.cpb_mlp.parameters(), self.relative_coords_table, self.relative_position_index]
 

@@ -114,6 +114,18 @@ def _swin_cpb_bias_backward_fake(grad, coords, w1, b1, w2, index, h, sig):
     return w1.new_empty(w1.shape), w1.new_empty(b1.shape if b1 is not None else (0,)), w2.new_empty(w2.shape)
 
 
+@torch.library.register_fake("flash_window_attn::swin_cpb_bias_batch_forward")
+def _swin_cpb_bias_batch_forward_fake(coords, w1, b1, w2, index):
+    outs = [_swin_cpb_bias_forward_fake(*a) for a in zip(coords, w1, b1, w2, index)]
+    return [o[0] for o in outs], [o[1] for o in outs], [o[2] for o in outs]
+
+
+@torch.library.register_fake("flash_window_attn::swin_cpb_bias_batch_backward")
+def _swin_cpb_bias_batch_backward_fake(grad, coords, w1, b1, w2, index, h, sig):
+    outs = [_swin_cpb_bias_backward_fake(*a) for a in zip(grad, coords, w1, b1, w2, index, h, sig)]
+    return [o[0] for o in outs], [o[1] for o in outs], [o[2] for o in outs]
+
+
 @torch.library.register_fake("flash_window_attn::dropout_keep_mask")
 def _dropout_keep_mask_fake(rng_state, B, H, N, dropout_p):
     return rng_state.new_empty((B, H, N, N), dtype=torch.bool)

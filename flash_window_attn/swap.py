@@ -18,6 +18,10 @@ no parameter is added. Nothing device-specific is captured: swapping before or a
 ``.to(dtype)`` is the same, and the model can be ``torch.compile``-d, run under ``torch.autocast`` or
 wrapped in DistributedDataParallel afterwards.
 
+In a training step, the position biases of all the model's Swin V2 drop-ins are computed together,
+in one batched op call from a forward pre-hook on the returned model (and their gradients in one),
+bitwise as each layer would; ``FWA_CPB_BATCH=0`` turns that off (see ``_swin_common``).
+
 A module of a recognised family that cannot be replaced (an unsupported head dim or window size, a
 subclass with its own behaviour, ...) is left exactly as it was, with a ``warnings.warn`` naming its
 path and the reason. Each module is either replaced whole or not at all.
@@ -168,6 +172,10 @@ def swap_window_attention(model: nn.Module, *, verbose: bool = True) -> nn.Modul
             if child is not None and id(child) in replacements:
                 parent._modules[child_name] = replacements[id(child)][1]
     result = replacements[id(model)][1] if id(model) in replacements else model
+    # A training step computes every Swin V2 drop-in's position bias in one batched op call
+    # (_swin_common.install_cpb_batching), from a forward pre-hook on the returned model.
+    common.install_cpb_batching(
+        result, [m for m in result.modules() if callable(getattr(type(m), "_cpb_batch_inputs", None))])
 
     count = len(replacements)
     setattr(result, SWAPPED_COUNT_ATTR, count)
