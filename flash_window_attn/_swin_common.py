@@ -327,6 +327,23 @@ class _CpbBatch(torch.autograd.Function):
         return (None, *none, *dw1, *db1, *dw2, *none)
 
 
+class _Entry:
+    """A layer's entry: (key, bias). Copies and pickles of a module drop it (they hold None): the
+    bias is a non-leaf tensor of this step's graph, which deepcopy refuses, and a copy makes its
+    own at its next batch."""
+
+    __slots__ = ("key", "bias")
+
+    def __init__(self, key, bias):
+        self.key, self.bias = key, bias
+
+    def __deepcopy__(self, memo):
+        return None
+
+    def __reduce__(self):
+        return (type(None), ())
+
+
 class _BatchState:
     """A model's batching state: its drop-ins whose bias the batch computes, and the hook."""
 
@@ -358,7 +375,7 @@ def _batch_pre_hook(model: nn.Module, args) -> None:
     flat = [inp[k] for k in range(5) for inp in inputs]
     biases = _CpbBatch.apply(n, *flat)
     for m, inp, bias in zip(taken, inputs, biases):
-        m.__dict__[_PREFETCH_ATTR] = (tuple((t, t._version) for t in inp), bias)
+        m.__dict__[_PREFETCH_ATTR] = _Entry(tuple((t, t._version) for t in inp), bias)
     return None
 
 
@@ -387,7 +404,7 @@ def prefetched_bias(module: nn.Module) -> Optional[Tensor]:
     entry = module.__dict__.get(_PREFETCH_ATTR)
     if entry is None or not module.training or not torch.is_grad_enabled():
         return None
-    key, bias = entry
+    key, bias = entry.key, entry.bias
     inp = module._cpb_batch_inputs()
     if inp is None or len(inp) != len(key) or any(a is not b or a._version != v for a, (b, v) in zip(inp, key)):
         module.__dict__.pop(_PREFETCH_ATTR, None)

@@ -101,6 +101,65 @@ def test_opcheck():
                           tuple(a.detach() for a in args))
 
 
+BATCH_FWD = torch.ops.flash_window_attn.swin_cpb_bias_batch_forward
+BATCH_BWD = torch.ops.flash_window_attn.swin_cpb_bias_batch_backward
+# (window, heads) of a batch's layers: timm swinv2_tiny_window16's four stages and base_window12's,
+# a non-square window, and a layer past 32 heads (the MLP backward's other CTA shape)
+BATCH_LAYERS = [((16, 16), 3), ((16, 16), 6), ((8, 8), 24), ((12, 12), 16), ((6, 6), 32), ((4, 6), 5),
+                ((12, 12), 48)]
+
+
+def _batch_case(device, layers, seed=0, permute=()):
+    """Per-layer (coords, w1, b1, w2, index) and dbias grads (every third one a strided view)."""
+    args, grads = [], []
+    for i, (window, H) in enumerate(layers):
+        coords, index = _coords_index(*window, device, torch.float32)
+        if i in permute:   # an index that is not Swin's formula: the backward's CSR walk
+            perm = torch.randperm(index.numel(), generator=torch.Generator().manual_seed(i)).to(device)
+            index = index.reshape(-1)[perm].view_as(index).contiguous()
+        mlp = _mlp(H, 64 if i % 2 else 512, device, torch.float32, seed=seed + i)
+        args.append((coords, mlp[0].weight.detach(), mlp[0].bias.detach(), mlp[2].weight.detach(), index))
+        n = index.shape[0]
+        g = torch.randn(H, n, n, generator=torch.Generator().manual_seed(100 + i)).to(device)
+        grads.append(g.transpose(1, 2) if i % 3 == 2 else g)
+    return args, grads
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", ["windows", "one-permuted", "many-layers"])
+def test_batch_ops_are_the_one_layer_ops(device, form):
+    """swin_cpb_bias_batch_forward / _backward give each layer bitwise what the one-layer ops give
+    it: on CUDA one launch per kernel for all layers (Swin window indices; more layers than one
+    launch takes: several launches), or layer by layer where one layer's index needs the CSR walk;
+    on the CPU layer by layer."""
+    _skip(device)
+    layers = BATCH_LAYERS * 3 if form == "many-layers" else BATCH_LAYERS
+    args, grads = _batch_case(device, layers, permute=(1,) if form == "one-permuted" else ())
+    lists = [list(a) for a in zip(*args)]
+    bias, h, sig = BATCH_FWD(*lists)
+    dw1, db1, dw2 = BATCH_BWD(grads, *lists, h, sig)
+    for i, (a, g) in enumerate(zip(args, grads)):
+        b1_, h1, s1 = torch.ops.flash_window_attn.swin_cpb_bias_forward(*a)
+        for name, x, y in (("bias", bias[i], b1_), ("h", h[i], h1), ("sig", sig[i], s1)):
+            assert torch.equal(x, y), f"layer {i}: {name} differs"
+        want = BWD(g, *a, h1, s1)
+        for name, x, y in (("dw1", dw1[i], want[0]), ("db1", db1[i], want[1]), ("dw2", dw2[i], want[2])):
+            assert x.shape == y.shape and torch.equal(x, y), f"layer {i}: {name} differs"
+        assert torch.isfinite(dw2[i]).all() and dw2[i].abs().max() > 0
+
+
+def test_batch_ops_errors_and_opcheck():
+    args, grads = _batch_case("cpu", [((3, 3), 2), ((2, 4), 3)])
+    lists = [list(a) for a in zip(*args)]
+    with pytest.raises(ValueError, match="w1 has 1 entries but coords has 2"):
+        BATCH_FWD(lists[0], lists[1][:1], lists[2], lists[3], lists[4])
+    bias, h, sig = BATCH_FWD(*lists)
+    with pytest.raises(ValueError, match="sig has 1 entries but grad has 2"):
+        BATCH_BWD(grads, *lists, h, sig[:1])
+    torch.library.opcheck(BATCH_FWD.default, tuple(lists))
+    torch.library.opcheck(BATCH_BWD.default, (grads, *lists, h, sig))
+
+
 def test_cpu_backward_bitwise_deterministic_at_any_thread_count():
     """The CPU backward's gather-reduction adds each table row's positions in index order (rows in
     parallel): at 1, 2 and 16 threads two runs give bitwise the same gradients (an accumulating

@@ -386,3 +386,196 @@ def test_cuda_swap_before_cuda_and_compile():
     base = autocast_error(y_lp, y32)
     assert autocast_error(eager, y32) <= 2 * base + 1e-2
     assert autocast_error(got, y32) <= 2 * base + 1e-2
+
+
+# ------------------------------------------------------------------------------------------------
+# The training step's position biases of all Swin V2 layers in one batched op call
+# ------------------------------------------------------------------------------------------------
+
+BATCH_MODELS = {"timm_v2": timm_v2_model, "hf_swinv2_cls": lambda: hf_model("Swinv2ForImageClassification")}
+
+
+class _Counts:
+    """Counts the batched Function's forwards / backwards and the per-layer bias computations."""
+
+    def __init__(self, monkeypatch):
+        from flash_window_attn import _swin_common as common
+
+        self.batch = self.batch_bwd = self.layer = 0
+        apply, backward, cpb_bias = common._CpbBatch.apply, common._CpbBatch.backward, common.cpb_bias
+
+        def counted_apply(*a):
+            self.batch += 1
+            return apply(*a)
+
+        def counted_backward(ctx, *g):
+            self.batch_bwd += 1
+            return backward(ctx, *g)
+
+        def counted_cpb_bias(*a, **k):
+            self.layer += 1
+            return cpb_bias(*a, **k)
+
+        monkeypatch.setattr(common._CpbBatch, "apply", counted_apply)
+        monkeypatch.setattr(common._CpbBatch, "backward", staticmethod(counted_backward))
+        monkeypatch.setattr(common, "cpb_bias", counted_cpb_bias)
+
+
+def _sgd_steps(model, x, steps, amp_device=None):
+    """`steps` SGD steps of model on x; per step the output, every gradient and the parameters."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    out = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(amp_device or "cpu", dtype=torch.bfloat16, enabled=amp_device is not None):
+            y = logits(model(x))
+        y.float().square().mean().backward()
+        res = {"output": y.detach().clone()}
+        res.update({f"grad {n}": p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        opt.step()
+        res.update({n: p.detach().clone() for n, p in model.named_parameters()})
+        out.append(res)
+    return out
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.cuda)])
+@pytest.mark.parametrize("name", list(BATCH_MODELS))
+def test_cpb_batch_is_bitwise_the_per_layer_step(name, device, monkeypatch):
+    """A swapped Swin V2 model's training step computes all its layers' position biases in one
+    batched op call (one batched backward), and its outputs, gradients and the parameters after
+    two SGD steps are bitwise those of each layer computing its own (FWA_CPB_BATCH off); on CUDA
+    under bf16 autocast (the batch runs the fused kernels there, one launch per kernel)."""
+    from flash_window_attn import _swin_common as common
+
+    base = BATCH_MODELS[name]()
+    x = images(2, seed=5).to(device)
+    amp = "cuda" if device == "cuda" else None
+    runs = {}
+    for on in (False, True):
+        monkeypatch.setattr(common, "CPB_BATCH", on)
+        counts = _Counts(monkeypatch)
+        model = swapped_copy(base).to(device).train()
+        runs[on] = _sgd_steps(model, x, 2, amp)
+        n_layers = sum(1 for m in model.modules() if hasattr(type(m), "_cpb_batch_inputs"))
+        assert n_layers == 4
+        if on:
+            assert (counts.batch, counts.batch_bwd, counts.layer) == (2, 2, 0)
+        else:
+            assert (counts.batch, counts.layer) == (0, 2 * n_layers)
+    for step, (a, b) in enumerate(zip(runs[True], runs[False])):
+        assert a.keys() == b.keys()
+        for key in b:
+            assert torch.equal(a[key], b[key]), f"step {step}: {key} differs"
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_cpb_batch_with_activation_checkpointing(reentrant, monkeypatch):
+    """timm's grad checkpointing recomputes each block in the backward: non-reentrant recomputation
+    must save the tensors the forward saved (the layer takes the batch's bias again), reentrant
+    backpropagates each block on its own (the batched backward runs once per block, adding that
+    block's gradients). Both give bitwise the gradients of the plain per-layer step."""
+    from flash_window_attn import _swin_common as common
+
+    timm_layers = pytest.importorskip("timm.layers")
+    base = timm_v2_model()
+    x = images(2, seed=6)
+    monkeypatch.setattr(common, "CPB_BATCH", False)
+    ref = swapped_copy(base).train()
+    logits(ref(x)).square().mean().backward()
+    monkeypatch.setattr(common, "CPB_BATCH", True)
+    counts = _Counts(monkeypatch)
+    before = timm_layers.use_reentrant_ckpt()
+    timm_layers.set_reentrant_ckpt(reentrant)
+    try:
+        model = swapped_copy(base).train()
+        model.set_grad_checkpointing(True)
+        logits(model(x.clone().requires_grad_(reentrant))).square().mean().backward()
+    finally:
+        timm_layers.set_reentrant_ckpt(before)
+    assert counts.batch == 1 and counts.batch_bwd == (4 if reentrant else 1)
+    for (n, p), q in zip(model.named_parameters(), ref.parameters()):
+        assert p.grad is not None and torch.equal(p.grad, q.grad), n
+
+
+def test_cpb_batch_entries_and_installation(monkeypatch):
+    """When a layer takes the batch's bias and when it computes its own; one hook per model."""
+    from flash_window_attn import _swin_common as common
+
+    monkeypatch.setattr(common, "CPB_BATCH", True)
+    counts = _Counts(monkeypatch)
+    model = swapped_copy(timm_v2_model())
+    model = swap_window_attention(model, verbose=False)   # again: still one hook
+    assert len(model._forward_pre_hooks) == 1
+    layers = [m for m in model.modules() if isinstance(m, WindowAttention)]
+    x = images(2, seed=7)
+    model.eval()
+    with torch.no_grad():
+        model(x)
+    model.train()
+    with torch.no_grad():
+        model(x)
+    # eval / no grad: no batch; each layer's own bias, computed once and cached (the second call)
+    assert (counts.batch, counts.layer) == (0, 4)
+    counts.layer = 0
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(x).square().mean().backward()
+    assert (counts.batch, counts.layer) == (1, 0)
+    # a layer called on its own after the model's forward takes the same entry while its inputs
+    # are unchanged, and computes its own bias once an optimizer step changed them
+    blk = layers[0]
+    tokens = torch.randn(8, 64, blk.qkv.in_features)
+    blk(tokens).sum().backward()
+    assert counts.layer == 0
+    opt.step()
+    blk(tokens).sum().backward()
+    assert counts.layer == 1
+    # a deep copy batches its own layers
+    twin = copy.deepcopy(model)
+    twin(x).sum().backward()
+    twin_layers = [m for m in twin.modules() if isinstance(m, WindowAttention)]
+    assert all(common._PREFETCH_ATTR in m.__dict__ for m in twin_layers)
+    own = {id(p) for p in model.parameters()}
+    assert not any(id(t) in own for m in twin_layers for t, _ in m.__dict__[common._PREFETCH_ATTR].key)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(twin))   # entries are not pickled (copies hold None)
+    assert all(m.__dict__.get(common._PREFETCH_ATTR) is None for m in again.modules())
+    again(x).sum().backward()
+    # .to() / set_window_size drop a layer's entry
+    model(x)
+    assert common._PREFETCH_ATTR in layers[1].__dict__
+    model.float()
+    assert not any(common._PREFETCH_ATTR in m.__dict__ for m in layers)
+
+
+@pytest.mark.cuda
+def test_cuda_cpb_batch_in_captured_training_step():
+    """A swapped model's training step captured in a CUDA graph (as bench_models' GPU-time
+    figures are), with the batched position biases (their index plans cached by the warm-up calls):
+    replays, also with new input values, give the eager step's output and gradients bitwise."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import _bench_common   # the benchmarks' CUDA-graph capture
+
+    model = swapped_copy(timm_v2_model()).cuda().train()
+    params = list(model.parameters())
+    x = images(4, seed=8).cuda()
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = model(x)
+        grads = torch.autograd.grad(y.float().square().mean(), params)
+        return (y, *grads)
+
+    graph, captured = _bench_common.cuda_graph_capture(step, warmup=2)
+    for seed in (8, 9):
+        x.copy_(images(4, seed=seed).cuda())
+        want = step()
+        for t in captured:
+            t.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        for i, (a, b) in enumerate(zip(captured, want)):
+            assert torch.equal(a, b), f"seed {seed}: result {i} differs"
