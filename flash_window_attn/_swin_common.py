@@ -278,7 +278,7 @@ LN100 = math.log(1.0 / 0.01)  # the logit-scale clamp bound as timm / transforme
 #
 # Each layer takes its bias at its forward (prefetched_bias) where the entry is valid: the module is
 # in training mode with grad on, and its inputs are the same tensors, unmodified (version counters)
-# since the batch. An entry stays until the next batch replaces it, so activation checkpointing's
+# since the batch. An entry stays until the model's next forward, so activation checkpointing's
 # recomputation in the backward (non-reentrant: it must save the same tensors as the forward did)
 # and a module called again outside the model's forward find it too; the Function keeps its
 # tensors as attributes (not saved tensors), so its backward can run once per use (reentrant
@@ -354,12 +354,11 @@ class _BatchState:
 
 def _batch_pre_hook(model: nn.Module, args) -> None:
     state = model.__dict__.get(_BATCH_ATTR)
-    if (state is None or not CPB_BATCH or torch.compiler.is_compiling() or torch.jit.is_tracing()
-            or _is_fx_tracing()):
+    if state is None or torch.compiler.is_compiling() or torch.jit.is_tracing() or _is_fx_tracing():
         return None
-    for m in state.modules:   # the previous batch's entries
+    for m in state.modules:   # the previous batch's entries (and its tensors: freed here)
         m.__dict__.pop(_PREFETCH_ATTR, None)
-    if not torch.is_grad_enabled():
+    if not CPB_BATCH or not torch.is_grad_enabled():
         return None
     taken, inputs = [], []
     for m in state.modules:
