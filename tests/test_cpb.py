@@ -160,6 +160,15 @@ def test_batch_ops_errors_and_opcheck():
     torch.library.opcheck(BATCH_BWD.default, (grads, *lists, h, sig))
 
 
+@pytest.mark.cuda
+def test_cuda_batch_ops_reject_layers_on_other_devices():
+    args, _ = _batch_case("cuda", [((3, 3), 2), ((2, 4), 3)])
+    moved = [a.cpu() for a in args[1]]
+    lists = [list(a) for a in zip(args[0], moved)]
+    with pytest.raises(ValueError, match="layer 1's w1 is on device cpu but layer 0's is on device cuda"):
+        BATCH_FWD(*lists)
+
+
 def test_cpu_backward_bitwise_deterministic_at_any_thread_count():
     """The CPU backward's gather-reduction adds each table row's positions in index order (rows in
     parallel): at 1, 2 and 16 threads two runs give bitwise the same gradients (an accumulating

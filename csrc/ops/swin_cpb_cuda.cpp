@@ -289,6 +289,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_cuda(
 // otherwise layer by layer through the one-layer op's implementation. Either way each layer's
 // results are the one-layer op's, bitwise.
 
+// Every layer on layer 0's device (each layer's own tensors are checked against its w1).
+void check_same_device(at::TensorList w1, size_t i) {
+  TORCH_CHECK_VALUE(w1[i].device() == w1[0].device(), kCpbOp, "batch: layer ", i, "'s w1 is on device ",
+                    w1[i].device(), " but layer 0's is on device ", w1[0].device());
+}
+
 CpbBatchOut cpb_batch_forward_cuda(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
                                    at::TensorList index) {
   const size_t n = check_cpb_batch_lists({{coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"}, {index, "index"}});
@@ -298,7 +304,8 @@ CpbBatchOut cpb_batch_forward_cuda(at::TensorList coords, at::TensorList w1, at:
   bool fused = true;
   for (size_t i = 0; i < n; ++i) {
     sizes.push_back(check_cpb_args(coords[i], w1[i], b1[i], w2[i], index[i]));
-    fused = fused && w1[i].device() == w1[0].device() && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
+    check_same_device(w1, i);
+    fused = fused && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
   }
   const c10::cuda::CUDAGuard guard(w1[0].device());
   std::vector<at::Tensor> keep;
@@ -345,7 +352,8 @@ CpbBatchOut cpb_batch_backward_cuda(at::TensorList grad, at::TensorList coords, 
   for (size_t i = 0; i < n; ++i) {
     sizes.push_back(check_cpb_args(coords[i], w1[i], b1[i], w2[i], index[i]));
     check_cpb_saved(grad[i], h[i], sig[i], sizes[i]);
-    fused = fused && w1[i].device() == w1[0].device() && grad[i].device() == w1[0].device() &&
+    check_same_device(w1, i);
+    fused = fused && grad[i].device() == w1[0].device() &&
             h[i].device() == w1[0].device() && sig[i].device() == w1[0].device() &&
             h[i].scalar_type() == at::kFloat && sig[i].scalar_type() == at::kFloat &&
             at::isFloatingType(grad[i].scalar_type()) && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
