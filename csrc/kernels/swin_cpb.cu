@@ -429,6 +429,9 @@ struct CpbBatch {
     CpbLayerIO io[kCpbBatchMax];
 };
 
+// (a kernel parameter: within the 4 KB every CUDA version and architecture takes)
+static_assert(sizeof(CpbBatch) <= 4096, "CpbBatch exceeds the kernel parameter space");
+
 __device__ __forceinline__ int batch_layer(const CpbBatch& b, unsigned* block) {
     int l = 0;
     while (l + 1 < b.n && blockIdx.x >= b.begin[l + 1]) ++l;
