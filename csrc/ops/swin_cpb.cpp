@@ -271,14 +271,7 @@ size_t check_cpb_batch_lists(std::initializer_list<std::pair<at::TensorList, con
 CpbBatchOut cpb_batch_forward_impl(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
                                    at::TensorList index) {
   const size_t n = check_cpb_batch_lists({{coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"}, {index, "index"}});
-  CpbBatchOut out;
-  for (size_t i = 0; i < n; ++i) {
-    auto [bias, h, sig] = cpb_bias_forward_impl(coords[i], w1[i], b1[i], w2[i], index[i]);
-    std::get<0>(out).push_back(bias);
-    std::get<1>(out).push_back(h);
-    std::get<2>(out).push_back(sig);
-  }
-  return out;
+  return cpb_per_layer(n, [&](size_t i) { return cpb_bias_forward_impl(coords[i], w1[i], b1[i], w2[i], index[i]); });
 }
 
 CpbBatchOut cpb_batch_backward_impl(at::TensorList grad, at::TensorList coords, at::TensorList w1,
@@ -286,14 +279,9 @@ CpbBatchOut cpb_batch_backward_impl(at::TensorList grad, at::TensorList coords, 
                                     at::TensorList sig) {
   const size_t n = check_cpb_batch_lists({{grad, "grad"}, {coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"},
                                           {index, "index"}, {h, "h"}, {sig, "sig"}});
-  CpbBatchOut out;
-  for (size_t i = 0; i < n; ++i) {
-    auto [dw1, db1, dw2] = cpb_bias_backward_impl(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
-    std::get<0>(out).push_back(dw1);
-    std::get<1>(out).push_back(db1);
-    std::get<2>(out).push_back(dw2);
-  }
-  return out;
+  return cpb_per_layer(n, [&](size_t i) {
+    return cpb_bias_backward_impl(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
+  });
 }
 
 TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {

@@ -37,6 +37,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_impl(
 // per-layer lists, each of the same length (ValueError naming the list otherwise).
 using CpbBatchOut = std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>;
 size_t check_cpb_batch_lists(std::initializer_list<std::pair<at::TensorList, const char*>> lists);
+// The batch of layer(0), ..., layer(n - 1), each returning one layer's three results.
+template <class LayerFn>
+CpbBatchOut cpb_per_layer(size_t n, LayerFn&& layer) {
+  CpbBatchOut out;
+  for (size_t i = 0; i < n; ++i) {
+    auto [a, b, c] = layer(i);
+    std::get<0>(out).push_back(std::move(a));
+    std::get<1>(out).push_back(std::move(b));
+    std::get<2>(out).push_back(std::move(c));
+  }
+  return out;
+}
 // Their ATen implementations: the one-layer ops' ATen implementations, layer by layer.
 CpbBatchOut cpb_batch_forward_impl(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
                                    at::TensorList index);

@@ -88,6 +88,38 @@ fwa::CpbParams params(const at::Tensor& coords, const at::Tensor& w1, const std:
   return p;
 }
 
+// The backward's saved tensors on w1's device (ValueError naming the tensor otherwise).
+void check_saved_devices(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& sig, const at::Tensor& w1) {
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&grad, "grad"}, {&h, "h"}, {&sig, "sig"}})
+    TORCH_CHECK_VALUE(t->device() == w1.device(), kCpbOp, name, " is on device ", t->device(),
+                      " but w1 is on device ", w1.device());
+}
+
+// Whether the saved tensors suit the fused backward: the forward's float32 activations and a
+// floating grad (read as float32).
+bool saved_eligible(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& sig) {
+  return h.scalar_type() == at::kFloat && sig.scalar_type() == at::kFloat && at::isFloatingType(grad.scalar_type());
+}
+
+// The fused backward's inputs in the kernels' form, its scratch and its outputs.
+struct BwdBuffers {
+  at::Tensor g, h, sig;             // grad as float32; h, sig contiguous
+  at::Tensor dpre, dw1, db1, dw2;   // db1: (0,) without b1
+};
+
+BwdBuffers bwd_buffers(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& sig, bool with_b1,
+                       const CpbSizes& s, const at::TensorOptions& f32) {
+  BwdBuffers b;
+  b.g = grad.scalar_type() == at::kFloat ? grad : grad.to(at::kFloat);
+  b.h = h.contiguous();
+  b.sig = sig.contiguous();
+  b.dpre = at::empty({s.T, s.H}, f32);
+  b.dw1 = at::empty({s.hidden, 2}, f32);
+  b.db1 = at::empty({with_b1 ? s.hidden : 0}, f32);
+  b.dw2 = at::empty({s.H, s.hidden}, f32);
+  return b;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_forward(
     const at::Tensor& coords, const at::Tensor& w1, const std::optional<at::Tensor>& b1, const at::Tensor& w2,
     const at::Tensor& index, const CpbSizes& s) {
@@ -225,27 +257,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_backward(
     const CpbSizes& s) {
   std::vector<at::Tensor> keep;
   fwa::CpbParams p = params(coords, w1, b1, w2, index, s, keep);
-  const at::Tensor g = grad.scalar_type() == at::kFloat ? grad : grad.to(at::kFloat);
-  const at::Tensor h_ = h.contiguous(), sig_ = sig.contiguous();
-  const auto f32 = w1.options();
-  at::Tensor dw1 = at::empty({s.hidden, 2}, f32);
-  at::Tensor db1 = b1.has_value() ? at::empty({s.hidden}, f32) : at::empty({0}, f32);
-  at::Tensor dw2 = at::empty({s.H, s.hidden}, f32);
-  at::Tensor dpre = at::empty({s.T, s.H}, f32);
+  const BwdBuffers b = bwd_buffers(grad, h, sig, b1.has_value(), s, w1.options());
   IndexPlan plan;
   if (s.T > 0 && s.H > 0 && s.hidden > 0) plan = plan_of(index, s.T);
   p.win_h = plan.win_h;
   p.win_w = plan.win_w;
   const at::Tensor& order = plan.order;
   const at::Tensor& offsets = plan.offsets;
-  check_cuda(fwa::cpb_backward(p, g.data_ptr<float>(), g.stride(0), g.stride(1), g.stride(2),
+  check_cuda(fwa::cpb_backward(p, b.g.data_ptr<float>(), b.g.stride(0), b.g.stride(1), b.g.stride(2),
                                order.defined() ? order.data_ptr<int64_t>() : nullptr,
-                               offsets.defined() ? offsets.data_ptr<int64_t>() : nullptr, h_.data_ptr<float>(),
-                               sig_.data_ptr<float>(), dpre.data_ptr<float>(), dw1.data_ptr<float>(),
-                               b1.has_value() ? db1.data_ptr<float>() : nullptr, dw2.data_ptr<float>(),
+                               offsets.defined() ? offsets.data_ptr<int64_t>() : nullptr, b.h.data_ptr<float>(),
+                               b.sig.data_ptr<float>(), b.dpre.data_ptr<float>(), b.dw1.data_ptr<float>(),
+                               b1.has_value() ? b.db1.data_ptr<float>() : nullptr, b.dw2.data_ptr<float>(),
                                at::cuda::getCurrentCUDAStream()),
              "backward kernel launch");
-  return {dw1.view(w1.sizes()), db1, dw2};
+  return {b.dw1.view(w1.sizes()), b.db1, b.dw2};
 }
 
 // ---- the op implementations ---------------------------------------------------------------------
@@ -272,12 +298,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_cuda(
     const at::Tensor& w2, const at::Tensor& index, const at::Tensor& h, const at::Tensor& sig) {
   const CpbSizes s = check_cpb_args(coords, w1, b1, w2, index);
   check_cpb_saved(grad, h, sig, s);
-  const bool saved_f32 = h.scalar_type() == at::kFloat && sig.scalar_type() == at::kFloat &&
-                         at::isFloatingType(grad.scalar_type());
-  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&grad, "grad"}, {&h, "h"}, {&sig, "sig"}})
-    TORCH_CHECK_VALUE(t->device() == w1.device(), kCpbOp, name, " is on device ", t->device(),
-                      " but w1 is on device ", w1.device());
-  if (!saved_f32 || !fused_eligible(coords, w1, b1, w2, s))
+  check_saved_devices(grad, h, sig, w1);
+  if (!saved_eligible(grad, h, sig) || !fused_eligible(coords, w1, b1, w2, s))
     return cpb_bias_backward_impl(grad, coords, w1, b1, w2, index, h, sig);
   const c10::cuda::CUDAGuard guard(w1.device());
   return fused_backward(grad, coords, w1, b1, w2, index, h, sig, s);
@@ -298,8 +320,7 @@ void check_same_device(at::TensorList w1, size_t i) {
 CpbBatchOut cpb_batch_forward_cuda(at::TensorList coords, at::TensorList w1, at::TensorList b1, at::TensorList w2,
                                    at::TensorList index) {
   const size_t n = check_cpb_batch_lists({{coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"}, {index, "index"}});
-  CpbBatchOut out;
-  if (n == 0) return out;
+  if (n == 0) return {};
   std::vector<CpbSizes> sizes;
   bool fused = true;
   for (size_t i = 0; i < n; ++i) {
@@ -315,26 +336,17 @@ CpbBatchOut cpb_batch_forward_cuda(at::TensorList coords, at::TensorList w1, at:
     ps[i] = params(coords[i], w1[i], b1[i], w2[i], index[i], sizes[i], keep);
     fused = fwa::cpb_batch_forward_takes(ps[i]);
   }
-  if (!fused) {
-    for (size_t i = 0; i < n; ++i) {
-      auto [bias, h, sig] = cpb_bias_forward_cuda(coords[i], w1[i], b1[i], w2[i], index[i]);
-      std::get<0>(out).push_back(bias);
-      std::get<1>(out).push_back(h);
-      std::get<2>(out).push_back(sig);
-    }
-    return out;
-  }
-  for (size_t i = 0; i < n; ++i) {
+  if (!fused)
+    return cpb_per_layer(n, [&](size_t i) { return cpb_bias_forward_cuda(coords[i], w1[i], b1[i], w2[i], index[i]); });
+  CpbBatchOut out = cpb_per_layer(n, [&](size_t i) {
     const CpbSizes& s = sizes[i];
     const auto f32 = w1[i].options();
     at::Tensor bias = at::empty({s.H, s.N, s.N}, f32), h = at::empty({s.T, s.hidden}, f32), sig = at::empty({s.T, s.H}, f32);
     io[i].bias = bias.data_ptr<float>();
     io[i].h = h.data_ptr<float>();
     io[i].sig = sig.data_ptr<float>();
-    std::get<0>(out).push_back(bias);
-    std::get<1>(out).push_back(h);
-    std::get<2>(out).push_back(sig);
-  }
+    return std::make_tuple(bias, h, sig);
+  });
   check_cuda(fwa::cpb_forward_batch(ps.data(), io.data(), static_cast<int>(n), at::cuda::getCurrentCUDAStream()),
              "batched forward kernel launch");
   return out;
@@ -345,18 +357,15 @@ CpbBatchOut cpb_batch_backward_cuda(at::TensorList grad, at::TensorList coords, 
                                     at::TensorList sig) {
   const size_t n = check_cpb_batch_lists({{grad, "grad"}, {coords, "coords"}, {w1, "w1"}, {b1, "b1"}, {w2, "w2"},
                                           {index, "index"}, {h, "h"}, {sig, "sig"}});
-  CpbBatchOut out;
-  if (n == 0) return out;
+  if (n == 0) return {};
   std::vector<CpbSizes> sizes;
   bool fused = true;
   for (size_t i = 0; i < n; ++i) {
     sizes.push_back(check_cpb_args(coords[i], w1[i], b1[i], w2[i], index[i]));
     check_cpb_saved(grad[i], h[i], sig[i], sizes[i]);
     check_same_device(w1, i);
-    fused = fused && grad[i].device() == w1[0].device() &&
-            h[i].device() == w1[0].device() && sig[i].device() == w1[0].device() &&
-            h[i].scalar_type() == at::kFloat && sig[i].scalar_type() == at::kFloat &&
-            at::isFloatingType(grad[i].scalar_type()) && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
+    check_saved_devices(grad[i], h[i], sig[i], w1[i]);
+    fused = fused && saved_eligible(grad[i], h[i], sig[i]) && fused_eligible(coords[i], w1[i], b1[i], w2[i], sizes[i]);
   }
   const c10::cuda::CUDAGuard guard(w1[0].device());
   std::vector<at::Tensor> keep;
@@ -370,40 +379,28 @@ CpbBatchOut cpb_batch_backward_cuda(at::TensorList grad, at::TensorList coords, 
     fused = fwa::cpb_batch_backward_takes(ps[i]);
   }
   if (!fused) {
-    for (size_t i = 0; i < n; ++i) {
-      auto [dw1, db1, dw2] = cpb_bias_backward_cuda(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
-      std::get<0>(out).push_back(dw1);
-      std::get<1>(out).push_back(db1);
-      std::get<2>(out).push_back(dw2);
-    }
-    return out;
+    return cpb_per_layer(n, [&](size_t i) {
+      return cpb_bias_backward_cuda(grad[i], coords[i], w1[i], b1[i], w2[i], index[i], h[i], sig[i]);
+    });
   }
+  std::vector<BwdBuffers> bufs;   // (each layer has b1: a Tensor[] entry cannot be None)
+  bufs.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const CpbSizes& s = sizes[i];
-    const auto f32 = w1[i].options();
-    const at::Tensor g = grad[i].scalar_type() == at::kFloat ? grad[i] : grad[i].to(at::kFloat);
-    keep.push_back(g);
-    keep.push_back(h[i].contiguous());
-    io[i].h = keep.back().data_ptr<float>();
-    keep.push_back(sig[i].contiguous());
-    io[i].sig = keep.back().data_ptr<float>();
-    io[i].grad = g.data_ptr<float>();
-    io[i].gs0 = g.stride(0);
-    io[i].gs1 = g.stride(1);
-    io[i].gs2 = g.stride(2);
-    keep.push_back(at::empty({s.T, s.H}, f32));
-    io[i].dpre = keep.back().data_ptr<float>();
-    at::Tensor dw1 = at::empty({s.hidden, 2}, f32), db1 = at::empty({s.hidden}, f32), dw2 = at::empty({s.H, s.hidden}, f32);
-    io[i].dw1 = dw1.data_ptr<float>();
-    io[i].db1 = db1.data_ptr<float>();
-    io[i].dw2 = dw2.data_ptr<float>();
-    std::get<0>(out).push_back(dw1.view(w1[i].sizes()));
-    std::get<1>(out).push_back(db1);
-    std::get<2>(out).push_back(dw2);
+    const BwdBuffers& b = bufs.emplace_back(bwd_buffers(grad[i], h[i], sig[i], true, sizes[i], w1[i].options()));
+    io[i].grad = b.g.data_ptr<float>();
+    io[i].gs0 = b.g.stride(0);
+    io[i].gs1 = b.g.stride(1);
+    io[i].gs2 = b.g.stride(2);
+    io[i].h = b.h.data_ptr<float>();
+    io[i].sig = b.sig.data_ptr<float>();
+    io[i].dpre = b.dpre.data_ptr<float>();
+    io[i].dw1 = b.dw1.data_ptr<float>();
+    io[i].db1 = b.db1.data_ptr<float>();
+    io[i].dw2 = b.dw2.data_ptr<float>();
   }
   check_cuda(fwa::cpb_backward_batch(ps.data(), io.data(), static_cast<int>(n), at::cuda::getCurrentCUDAStream()),
              "batched backward kernel launch");
-  return out;
+  return cpb_per_layer(n, [&](size_t i) { return std::make_tuple(bufs[i].dw1.view(w1[i].sizes()), bufs[i].db1, bufs[i].dw2); });
 }
 
 }  // namespace
