@@ -462,8 +462,15 @@ __global__ void __launch_bounds__(kWinThreads) cpb_dtable_window_batch_kernel(co
     cpb_dtable_window_body(p, io.grad, io.gs0, io.gs1, io.gs2, io.sig, io.dpre, block, part);
 }
 
+// CTAs per SM the batched MLP backward is compiled for (registers; the one-layer kernel's 128 CTAs
+// of a layer fill one wave at any count, a batch's layers many): MaxH 8 at <= 40 registers, 16 at
+// <= 64, 32 and 64 at their one-layer counts. (Only the register allocation differs: the same
+// operations in the same order, hence the same sums.)
+template <int MaxH> constexpr int cpb_mlp_bwd_batch_min_ctas() { return MaxH <= 8 ? 3 : MaxH <= 16 ? 2 : 1; }
+
 template <int MaxH, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32) cpb_mlp_bwd_batch_kernel(const __grid_constant__ CpbBatch b) {
+__global__ void __launch_bounds__(kWarps * 32, cpb_mlp_bwd_batch_min_ctas<MaxH>())
+    cpb_mlp_bwd_batch_kernel(const __grid_constant__ CpbBatch b) {
     extern __shared__ __align__(16) float dsm[];
     unsigned block;
     const int l = batch_layer(b, &block);
@@ -496,28 +503,30 @@ unsigned set_begin(CpbBatch& b, CtasOf ctas_of) {
     return static_cast<unsigned>(total);
 }
 
-template <int MaxH>
-cudaError_t launch_bwd_batch(CpbBatch& b, cudaStream_t s) {
+cudaError_t launch_dtable_batch(CpbBatch& b, cudaStream_t s) {
     size_t smem = 0;
     for (int i = 0; i < b.n; ++i) smem = std::max(smem, cpb_dtable_window_smem(b.p[i].win_h, b.p[i].win_w));
-    unsigned grid = set_begin(b, [](const CpbParams& q) {
+    const unsigned grid = set_begin(b, [](const CpbParams& q) {
         return uint64_t(2 * q.win_h - 1) * ((q.H + kWinHeads - 1) / kWinHeads);
     });
     if (grid == 0) return cudaErrorInvalidValue;
     cpb_dtable_window_batch_kernel<<<grid, kWinThreads, smem, s>>>(b);   // (<= 48 KB: cpb_window_dtable_fits)
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
+    return cudaGetLastError();
+}
+
+template <int MaxH>
+cudaError_t launch_mlp_bwd_batch(CpbBatch& b, cudaStream_t s) {
     constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // as launch_bwd
     constexpr auto kKernel = cpb_mlp_bwd_batch_kernel<MaxH, kWarps>;
-    smem = 0;
+    size_t smem = 0;
     for (int i = 0; i < b.n; ++i) {
         b.stage_rows[i] = cpb_mlp_bwd_stage_rows(b.p[i].T, b.p[i].H, kWarps * 8);
         smem = std::max(smem, cpb_mlp_bwd_smem_bytes(b.stage_rows[i], b.p[i].H));
     }
     int ctas = 0;
-    err = prepare_kernel<kKernel>(smem, kWarps * 32, &ctas);
+    cudaError_t err = prepare_kernel<kKernel>(smem, kWarps * 32, &ctas);
     if (err != cudaSuccess) return err;
-    grid = set_begin(b, [](const CpbParams& q) { return uint64_t(q.hidden + 3) / 4; });
+    const unsigned grid = set_begin(b, [](const CpbParams& q) { return uint64_t(q.hidden + 3) / 4; });
     if (grid == 0) return cudaErrorInvalidValue;
     kKernel<<<grid, kWarps * 32, smem, s>>>(b);
     return cudaGetLastError();
@@ -545,6 +554,9 @@ cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_
     cpb_csr_offsets_kernel<<<static_cast<unsigned>((T + 1 + 255) / 256), 256, 0, s>>>(sorted_keys, n, T, offsets);
     return cudaGetLastError();
 }
+
+// The MaxH instance of the backward for H heads (as cpb_backward chooses).
+int cpb_max_h(int H) { return H <= 8 ? 8 : H <= 16 ? 16 : H <= 32 ? 32 : 64; }
 
 cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
                          const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
@@ -590,24 +602,29 @@ cudaError_t cpb_forward_batch(const CpbParams* p, const CpbLayerIO* io, int n, c
 cudaError_t cpb_backward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s) {
     for (int i = 0; i < n; ++i)
         if (!cpb_batch_backward_takes(p[i])) return cudaErrorInvalidValue;
-    // two groups by the MLP backward's kWarps (H <= 32, H > 32), each in launches of kCpbBatchMax
-    for (int wide = 0; wide < 2; ++wide) {
+    // dpre of every layer first (the window dtable kernel, kCpbBatchMax layers per launch), then the
+    // MLP backward, its layers grouped by MaxH (8, 16, 32, 64: each group at its own registers, hence
+    // CTAs per SM; kWarps follows MaxH, so each layer's rows are the one-layer kernel's).
+    for (int l0 = 0; l0 < n; l0 += kCpbBatchMax) {
+        CpbBatch b = make_batch(p, io, l0, std::min(kCpbBatchMax, n - l0));
+        const cudaError_t err = launch_dtable_batch(b, s);
+        if (err != cudaSuccess) return err;
+    }
+    for (const int max_h : {8, 16, 32, 64}) {
         std::vector<int> ids;
         for (int i = 0; i < n; ++i)
-            if ((p[i].H > 32) == (wide == 1)) ids.push_back(i);
+            if (cpb_max_h(p[i].H) == max_h) ids.push_back(i);
         for (size_t k0 = 0; k0 < ids.size(); k0 += kCpbBatchMax) {
             CpbBatch b;
             b.n = static_cast<int>(std::min<size_t>(kCpbBatchMax, ids.size() - k0));
-            int max_h = 0;
             for (int i = 0; i < b.n; ++i) {
                 b.p[i] = p[ids[k0 + i]];
                 b.io[i] = io[ids[k0 + i]];
-                max_h = std::max(max_h, b.p[i].H);
             }
-            const cudaError_t err = max_h <= 8    ? launch_bwd_batch<8>(b, s)
-                                    : max_h <= 16 ? launch_bwd_batch<16>(b, s)
-                                    : max_h <= 32 ? launch_bwd_batch<32>(b, s)
-                                                  : launch_bwd_batch<64>(b, s);
+            const cudaError_t err = max_h == 8    ? launch_mlp_bwd_batch<8>(b, s)
+                                    : max_h == 16 ? launch_mlp_bwd_batch<16>(b, s)
+                                    : max_h == 32 ? launch_mlp_bwd_batch<32>(b, s)
+                                                  : launch_mlp_bwd_batch<64>(b, s);
             if (err != cudaSuccess) return err;
         }
     }

@@ -79,6 +79,10 @@ def main():
                                   f" x{ev.count // 20}")
                 print(f"[{model}] {len(shapes)} layers, {name:9s}: graph {us:6.1f} us | " + ", ".join(sorted(ks)),
                       flush=True)
+                if model == "window16":   # every kernel's full name, once
+                    for ev in prof.key_averages():
+                        if ev.device_time_total > 0 and "cpb" not in ev.key:
+                            print(f"    {ev.key[:240]}")
             print(f"[{model}] batched bitwise the per-layer op: {same}", flush=True)
 
 
