@@ -29,7 +29,7 @@ def layer(w, H, seed):
     rh = torch.arange(-(w - 1), w, dtype=torch.float32)
     table = torch.stack(torch.meshgrid(rh, rh, indexing="ij")).permute(1, 2, 0).reshape(-1, 2)
     table = table / max(w - 1, 1) * 8
-    table = (torch.sign(table) * torch.log2(table.abs() + 1.0) / 3).cuda()
+    table = (torch.sign(table) * torch.log2(table.abs() + 1.0) / 3).contiguous().cuda()   # (as the modules' buffer)
     index = _relative_position_index(w, w).cuda()
     torch.manual_seed(seed)
     w1 = (torch.randn(512, 2) * 0.5).cuda().requires_grad_()
