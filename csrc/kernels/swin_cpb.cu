@@ -420,7 +420,7 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
 // Each CTA finds its layer from `begin` (the layers' first CTAs, in order) and runs that layer's
 // body with its index within the layer: per layer the same threads, rows and order as the
 // one-layer kernels (bitwise their outputs; the MLP backward's row assignment depends on kWarps
-// only, which is 16 for every MaxH <= 32 and 8 for 64, so layers are grouped by it).
+// only, which follows MaxH: cpb_backward_batch groups the layers by MaxH).
 struct CpbBatch {
     int n = 0;
     unsigned begin[kCpbBatchMax + 1] = {};
