@@ -23,6 +23,7 @@ constexpr unsigned kFull = 0xffffffffu;
 // (With one warp per row for all heads, the heads ran one after another: H = 24 took 3.5x H = 3.)
 constexpr int kHidPerLane = 16;
 constexpr int kHeadsPerWarp = 4;
+constexpr int kCpbMlpWarps = 8;   // warps per CTA
 
 __device__ __forceinline__ float cpb_hidden(const CpbParams& p, float x0, float x1, int c) {
     float v = fmaf(x1, p.w1[2 * c + 1], x0 * p.w1[2 * c]);
@@ -176,6 +177,9 @@ __global__ void cpb_dtable_kernel(CpbParams p, const float* __restrict__ grad, i
 // against t as it is read (NaN for a row t where one differs, as the CSR walk's check).
 constexpr int kWinHeads = 4;
 constexpr int kWinThreads = 512;
+// kStep: entries whose loads are issued before their sums (registers: ~kStep (kWinHeads + 2); the
+// sums are in xi order at any kStep: the same bits).
+template <int kStep>
 __device__ __forceinline__ void cpb_dtable_window_body(const CpbParams& p, const float* __restrict__ grad, int64_t gs0,
                                                        int64_t gs1, int64_t gs2, const float* __restrict__ sig,
                                                        float* __restrict__ dpre, unsigned block,
@@ -196,7 +200,6 @@ __device__ __forceinline__ void cpb_dtable_window_body(const CpbParams& p, const
         // every lane walks xi = 0 .. ww - 1 (its own range predicated): at each step the lanes of
         // one yi read adjacent keys of the same query row. kStep steps' loads are issued before
         // their sums (one round trip per kStep entries, not per entry), added in xi order.
-        constexpr int kStep = 8;
         for (int xb = 0; xb < ww; xb += kStep) {
             float v[kStep][kWinHeads];
             int64_t ix[kStep];
@@ -237,7 +240,7 @@ __global__ void __launch_bounds__(kWinThreads)
 cpb_dtable_window_kernel(CpbParams p, const float* __restrict__ grad, int64_t gs0, int64_t gs1, int64_t gs2,
                          const float* __restrict__ sig, float* __restrict__ dpre) {
     extern __shared__ float part[];
-    cpb_dtable_window_body(p, grad, gs0, gs1, gs2, sig, dpre, blockIdx.x, part);
+    cpb_dtable_window_body<8>(p, grad, gs0, gs1, gs2, sig, dpre, blockIdx.x, part);
 }
 
 // The MLP's gradients from dpre = d(h w2ᵀ) (T, H):
@@ -439,7 +442,8 @@ __device__ __forceinline__ int batch_layer(const CpbBatch& b, unsigned* block) {
     return l;
 }
 
-__global__ void cpb_mlp_batch_kernel(const __grid_constant__ CpbBatch b) {
+// (5 CTAs of 8 warps per SM: 48 registers, no spill; 56 registers gave 4. At 6, 40 registers spilled.)
+__global__ void __launch_bounds__(kCpbMlpWarps * 32, 5) cpb_mlp_batch_kernel(const __grid_constant__ CpbBatch b) {
     unsigned block;
     const int l = batch_layer(b, &block);
     const CpbParams p = b.p[l];
@@ -453,13 +457,14 @@ __global__ void cpb_gather_batch_kernel(const __grid_constant__ CpbBatch b) {
     cpb_gather_body(p, b.io[l].sig, b.io[l].bias, block);
 }
 
-__global__ void __launch_bounds__(kWinThreads) cpb_dtable_window_batch_kernel(const __grid_constant__ CpbBatch b) {
+// (2 CTAs per SM: a batch's layers fill many waves; the one-layer kernel's CTAs are one wave or less.)
+__global__ void __launch_bounds__(kWinThreads, 2) cpb_dtable_window_batch_kernel(const __grid_constant__ CpbBatch b) {
     extern __shared__ float part[];
     unsigned block;
     const int l = batch_layer(b, &block);
     const CpbParams p = b.p[l];
     const CpbLayerIO& io = b.io[l];
-    cpb_dtable_window_body(p, io.grad, io.gs0, io.gs1, io.gs2, io.sig, io.dpre, block, part);
+    cpb_dtable_window_body<4>(p, io.grad, io.gs0, io.gs1, io.gs2, io.sig, io.dpre, block, part);
 }
 
 // CTAs per SM the batched MLP backward is compiled for (registers; the one-layer kernel's 128 CTAs
@@ -536,7 +541,7 @@ cudaError_t launch_mlp_bwd_batch(CpbBatch& b, cudaStream_t s) {
 
 cudaError_t cpb_forward(const CpbParams& p, float* h, float* sig, float* bias, cudaStream_t s) {
     if (p.T > 0) {
-        constexpr int kWarps = 8;
+        constexpr int kWarps = kCpbMlpWarps;
         const int64_t warps = int64_t(p.T) * ((p.H + kHeadsPerWarp - 1) / kHeadsPerWarp);
         cpb_mlp_kernel<<<static_cast<unsigned>((warps + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(p, h, sig);
         const cudaError_t err = cudaGetLastError();
@@ -582,7 +587,7 @@ cudaError_t cpb_forward_batch(const CpbParams* p, const CpbLayerIO* io, int n, c
         if (!cpb_batch_forward_takes(p[i])) return cudaErrorInvalidValue;
     for (int l0 = 0; l0 < n; l0 += kCpbBatchMax) {
         CpbBatch b = make_batch(p, io, l0, std::min(kCpbBatchMax, n - l0));
-        constexpr int kWarps = 8;   // as cpb_forward
+        constexpr int kWarps = kCpbMlpWarps;
         unsigned grid = set_begin(b, [](const CpbParams& q) {
             return (uint64_t(q.T) * ((q.H + kHeadsPerWarp - 1) / kHeadsPerWarp) + kWarps - 1) / kWarps;
         });
