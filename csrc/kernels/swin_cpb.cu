@@ -442,8 +442,9 @@ __device__ __forceinline__ int batch_layer(const CpbBatch& b, unsigned* block) {
     return l;
 }
 
-// (5 CTAs of 8 warps per SM: 48 registers, no spill; 56 registers gave 4. At 6, 40 registers spilled.)
-__global__ void __launch_bounds__(kCpbMlpWarps * 32, 5) cpb_mlp_batch_kernel(const __grid_constant__ CpbBatch b) {
+// (Not bounded for more CTAs per SM: at 5 (48 registers, no spill) window16's 12 layers took 55.6
+// -> 75.9 us, session 50 run D.)
+__global__ void cpb_mlp_batch_kernel(const __grid_constant__ CpbBatch b) {
     unsigned block;
     const int l = batch_layer(b, &block);
     const CpbParams p = b.p[l];
