@@ -271,7 +271,7 @@ LN100 = math.log(1.0 / 0.01)  # the logit-scale clamp bound as timm / transforme
 # latency-bound kernel launches (two forward, two backward; a few microseconds each, none of which
 # the model's other work needs). swap_window_attention installs a forward pre-hook on the model
 # (install_cpb_batching) that computes all the layers' biases in one call of
-# swin_cpb_bias_batch_forward (one launch per kernel on CUDA), through an autograd.Function whose
+# swin_cpb_bias_batch_forward (one launch per kernel on CUDA; the backward a few), through an autograd.Function whose
 # backward is one call of swin_cpb_bias_batch_backward: autograd runs a node once all of its
 # outputs' gradients exist, i.e. after the first layer's attention backward, near the end of the
 # backward pass. Each layer's bias and gradients are bitwise the per-layer op's.

@@ -126,14 +126,16 @@ def _batch_case(device, layers, seed=0, permute=()):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("form", ["windows", "one-permuted", "many-layers"])
+@pytest.mark.parametrize("form", ["windows", "one-permuted", "many-layers", "many-of-one-class"])
 def test_batch_ops_are_the_one_layer_ops(device, form):
     """swin_cpb_bias_batch_forward / _backward give each layer bitwise what the one-layer ops give
-    it: on CUDA one launch per kernel for all layers (Swin window indices; more layers than one
-    launch takes: several launches), or layer by layer where one layer's index needs the CSR walk;
-    on the CPU layer by layer."""
+    it: on CUDA batched launches for all layers (Swin window indices; the MLP backward grouped by
+    head-count class; more layers than one launch takes, in all or in one class: several
+    launches), or layer by layer where one layer's index needs the CSR walk; on the CPU layer by
+    layer."""
     _skip(device)
-    layers = BATCH_LAYERS * 3 if form == "many-layers" else BATCH_LAYERS
+    layers = {"many-layers": BATCH_LAYERS * 3,
+              "many-of-one-class": [((8, 8), 12)] * 18 + [((4, 4), 3)]}.get(form, BATCH_LAYERS)
     args, grads = _batch_case(device, layers, permute=(1,) if form == "one-permuted" else ())
     lists = [list(a) for a in zip(*args)]
     bias, h, sig = BATCH_FWD(*lists)
@@ -162,11 +164,15 @@ def test_batch_ops_errors_and_opcheck():
 
 @pytest.mark.cuda
 def test_cuda_batch_ops_reject_layers_on_other_devices():
-    args, _ = _batch_case("cuda", [((3, 3), 2), ((2, 4), 3)])
+    args, grads = _batch_case("cuda", [((3, 3), 2), ((2, 4), 3)])
     moved = [a.cpu() for a in args[1]]
     lists = [list(a) for a in zip(args[0], moved)]
     with pytest.raises(ValueError, match="layer 1's w1 is on device cpu but layer 0's is on device cuda"):
         BATCH_FWD(*lists)
+    lists = [list(a) for a in zip(*args)]
+    bias, h, sig = BATCH_FWD(*lists)
+    with pytest.raises(ValueError, match="grad is on device cpu but w1 is on device cuda"):
+        BATCH_BWD([grads[0], grads[1].cpu()], *lists, h, sig)
 
 
 def test_cpu_backward_bitwise_deterministic_at_any_thread_count():

@@ -444,7 +444,7 @@ def test_cpb_batch_is_bitwise_the_per_layer_step(name, device, monkeypatch):
     """A swapped Swin V2 model's training step computes all its layers' position biases in one
     batched op call (one batched backward), and its outputs, gradients and the parameters after
     two SGD steps are bitwise those of each layer computing its own (FWA_CPB_BATCH off); on CUDA
-    under bf16 autocast (the batch runs the fused kernels there, one launch per kernel)."""
+    under bf16 autocast (the batch runs the fused kernels there, batched launches)."""
     from flash_window_attn import _swin_common as common
 
     base = BATCH_MODELS[name]()

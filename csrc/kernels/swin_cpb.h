@@ -61,7 +61,7 @@ cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int
 // ---- several layers per launch ------------------------------------------------------------------
 // A Swin V2 model's layers each have their own table MLP; the bias depends on the parameters only,
 // so a training step's biases can all be computed in one launch per kernel (and their gradients,
-// once every layer's dbias exists, in one per kernel too) instead of per layer: the kernels are
+// once every layer's dbias exists, in a few: cpb_backward_batch) instead of per layer: the kernels are
 // latency-bound, a few microseconds each. Each layer is computed exactly as by cpb_forward /
 // cpb_backward (the same per-layer code, the same bits).
 constexpr int kCpbBatchMax = 16;   // layers per launch (the launchers split longer lists)

@@ -17,7 +17,8 @@
 //       swin_cpb_bias_forward / _backward of several layers at once (lists of one entry per
 //       layer, b1 given for each): what a model's training step computes for all its layers (the
 //       model-level batching of flash_window_attn/_swin_common.py). On CUDA in float32 each kernel
-//       runs once for all the layers (csrc/kernels/swin_cpb.cu, CpbBatch), with each layer's
+//       runs once for all the layers (the MLP backward once per head-count class;
+//       csrc/kernels/swin_cpb.cu, CpbBatch), with each layer's
 //       results bitwise the one-layer op's; elsewhere, layer by layer. No autograd kernel: the
 //       Python autograd.Function of _swin_common.py pairs them.
 //

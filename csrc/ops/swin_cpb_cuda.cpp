@@ -307,7 +307,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpb_bias_backward_cuda(
 
 // ---- several layers at once ------------------------------------------------------------------------
 // Where every layer takes the fused kernels (float32, on w1[0]'s device; the backward: Swin window
-// indices) all of them run in one launch per kernel (fwa::cpb_forward_batch / cpb_backward_batch);
+// indices) all of them run in one launch per kernel, the MLP backward in one per head-count class
+// (fwa::cpb_forward_batch / cpb_backward_batch);
 // otherwise layer by layer through the one-layer op's implementation. Either way each layer's
 // results are the one-layer op's, bitwise.
 
