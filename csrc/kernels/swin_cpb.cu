@@ -469,8 +469,8 @@ __global__ void __launch_bounds__(kWinThreads, 2) cpb_dtable_window_batch_kernel
 }
 
 // CTAs per SM the batched MLP backward is compiled for (registers; the one-layer kernel's 128 CTAs
-// of a layer fill one wave at any count, a batch's layers many): MaxH 8 at <= 40 registers, 16 at
-// <= 64, 32 and 64 at their one-layer counts. (Only the register allocation differs: the same
+// of a layer fill one wave at any count, a batch's layers many): MaxH 8 at 40 registers (8 B
+// spilled), 16 at 64, 32 and 64 at their one-layer counts (124, 194). (Only the register allocation differs: the same
 // operations in the same order, hence the same sums.)
 template <int MaxH> constexpr int cpb_mlp_bwd_batch_min_ctas() { return MaxH <= 8 ? 3 : MaxH <= 16 ? 2 : 1; }
 

@@ -88,9 +88,9 @@ bool cpb_batch_backward_takes(const CpbParams& p);
 cudaError_t cpb_forward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s);
 // n layers' backwards (grad, dpre, dw1, db1, dw2 of io[l]; h and sig read from io[l]), as n calls
 // of cpb_backward in the window form: every layer's dtable launches first, then the MLP backward
-// with the layers grouped by cpb_backward's MaxH instance (8, 16, 32, 64 heads), each group's
-// kernel compiled for as many CTAs per SM as its registers allow (session 50: the one MaxH-32
-// launch of window16's 12 layers ran 1 CTA per SM, 91.5 us; grouped, 59.9 us).
+// with the layers grouped by cpb_backward's MaxH instance (8, 16, 32, 64 heads), the 8- and
+// 16-head groups' kernels compiled for 3 and 2 CTAs per SM (session 50: the one MaxH-32 launch of
+// window16's 12 layers ran 1 CTA per SM, 91.5 us; grouped, 59.9 us).
 cudaError_t cpb_backward_batch(const CpbParams* p, const CpbLayerIO* io, int n, cudaStream_t s);
 
 }  // namespace fwa
