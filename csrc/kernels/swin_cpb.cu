@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernel_utils.cuh"   // warp_sum, cp_async_*
@@ -390,6 +391,23 @@ int cpb_mlp_bwd_stage_rows(int T, int H, int unit) {
     return static_cast<int>(std::max<int64_t>(unit, std::min(all, fit)));
 }
 
+// The MLP backward's warps per CTA at MaxH (registers: 2 MaxH per thread). Its row assignment, hence
+// its sums, depends on this only: the one-layer and batched kernels must agree.
+template <int MaxH> constexpr int cpb_mlp_bwd_warps() { return MaxH <= 32 ? 16 : 8; }
+
+// The MaxH instance of the backward for H heads (H <= kCpbMaxHeads), and f(MaxH) called with it
+// as a std::integral_constant.
+int cpb_max_h(int H) { return H <= 8 ? 8 : H <= 16 ? 16 : H <= 32 ? 32 : 64; }
+template <typename F>
+cudaError_t with_max_h(int max_h, F&& f) {
+    switch (max_h) {
+        case 8: return f(std::integral_constant<int, 8>{});
+        case 16: return f(std::integral_constant<int, 16>{});
+        case 32: return f(std::integral_constant<int, 32>{});
+        default: return f(std::integral_constant<int, 64>{});
+    }
+}
+
 template <int MaxH>
 cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
                        const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
@@ -407,7 +425,7 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) return err;
     }
-    constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // registers: 2 MaxH per thread
+    constexpr int kWarps = cpb_mlp_bwd_warps<MaxH>();
     constexpr auto kKernel = cpb_mlp_bwd_kernel<MaxH, kWarps>;
     const int stage_rows = cpb_mlp_bwd_stage_rows(p.T, p.H, kWarps * 8);
     const size_t smem = cpb_mlp_bwd_smem_bytes(stage_rows, p.H);
@@ -423,7 +441,7 @@ cudaError_t launch_bwd(const CpbParams& p, const float* grad, int64_t gs0, int64
 // Each CTA finds its layer from `begin` (the layers' first CTAs, in order) and runs that layer's
 // body with its index within the layer: per layer the same threads, rows and order as the
 // one-layer kernels (bitwise their outputs; the MLP backward's row assignment depends on kWarps
-// only, which follows MaxH: cpb_backward_batch groups the layers by MaxH).
+// only, cpb_mlp_bwd_warps<MaxH>: cpb_backward_batch groups the layers by MaxH).
 struct CpbBatch {
     int n = 0;
     unsigned begin[kCpbBatchMax + 1] = {};
@@ -522,7 +540,7 @@ cudaError_t launch_dtable_batch(CpbBatch& b, cudaStream_t s) {
 
 template <int MaxH>
 cudaError_t launch_mlp_bwd_batch(CpbBatch& b, cudaStream_t s) {
-    constexpr int kWarps = MaxH <= 32 ? 16 : 8;   // as launch_bwd
+    constexpr int kWarps = cpb_mlp_bwd_warps<MaxH>();
     constexpr auto kKernel = cpb_mlp_bwd_batch_kernel<MaxH, kWarps>;
     size_t smem = 0;
     for (int i = 0; i < b.n; ++i) {
@@ -561,18 +579,15 @@ cudaError_t cpb_csr_offsets(const int64_t* sorted_keys, int64_t n, int T, int64_
     return cudaGetLastError();
 }
 
-// The MaxH instance of the backward for H heads (as cpb_backward chooses).
-int cpb_max_h(int H) { return H <= 8 ? 8 : H <= 16 ? 16 : H <= 32 ? 32 : 64; }
-
 cudaError_t cpb_backward(const CpbParams& p, const float* grad, int64_t gs0, int64_t gs1, int64_t gs2,
                          const int64_t* order, const int64_t* offsets, const float* h, const float* sig,
                          float* dpre, float* dw1, float* db1, float* dw2, cudaStream_t s) {
     if (p.H > kCpbMaxHeads) return cudaErrorInvalidValue;   // the glue falls back before this
     if (p.hidden == 0) return cudaSuccess;
-    if (p.H <= 8) return launch_bwd<8>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
-    if (p.H <= 16) return launch_bwd<16>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
-    if (p.H <= 32) return launch_bwd<32>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
-    return launch_bwd<64>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1, dw2, s);
+    return with_max_h(cpb_max_h(p.H), [&](auto max_h) {
+        return launch_bwd<decltype(max_h)::value>(p, grad, gs0, gs1, gs2, order, offsets, h, sig, dpre, dw1, db1,
+                                                   dw2, s);
+    });
 }
 
 bool cpb_batch_forward_takes(const CpbParams& p) {
@@ -627,10 +642,8 @@ cudaError_t cpb_backward_batch(const CpbParams* p, const CpbLayerIO* io, int n, 
                 b.p[i] = p[ids[k0 + i]];
                 b.io[i] = io[ids[k0 + i]];
             }
-            const cudaError_t err = max_h == 8    ? launch_mlp_bwd_batch<8>(b, s)
-                                    : max_h == 16 ? launch_mlp_bwd_batch<16>(b, s)
-                                    : max_h == 32 ? launch_mlp_bwd_batch<32>(b, s)
-                                                  : launch_mlp_bwd_batch<64>(b, s);
+            const cudaError_t err =
+                with_max_h(max_h, [&](auto m) { return launch_mlp_bwd_batch<decltype(m)::value>(b, s); });
             if (err != cudaSuccess) return err;
         }
     }
