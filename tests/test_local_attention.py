@@ -298,23 +298,28 @@ def test_wide_block_bands_warp_specialised_in_subprocess():
 
 
 # Backward problems for the PDL chain check: the small (single-wave) grids where the key and query
-# sides run the plain kernels (the chain's programmatic dependents), GQA, L not a multiple of 64, a
-# block band, d 32 / 64 / 128, and one big enough for the warp-specialised kernels (plain launches).
+# sides run the plain kernels, GQA, L not a multiple of 64, a block band, d 32 / 64 / 128; and the
+# grids where the warp-specialised kernels run (H100 / H200: at least one work item per SM), which
+# are in the chain too since session 51: both sides (d 64; d 128 with GQA), only the query side
+# (key side plain), only the key side (query side plain).
 _PDL_CASES = [  # (B, H, Hkv, L, d, kind, kwargs)
     (1, 4, 4, 4096, 128, "sliding", dict(window=(256, 256))),
     (2, 4, 2, 1000, 64, "sliding", dict(window=(100, 50))),
     (1, 8, 1, 777, 32, "sliding", dict(window=(-1, 0))),
     (1, 4, 2, 1000, 64, "block", dict(block_size=100, window_blocks=3)),
     (1, 12, 12, 4096, 64, "block", dict(block_size=256, window_blocks=16)),
+    (1, 8, 4, 8192, 128, "sliding", dict(window=(1024, 0))),
+    (1, 16, 2, 4096, 64, "sliding", dict(window=(256, 0))),
+    (1, 5, 5, 4096, 128, "sliding", dict(window=(512, 512))),
 ]
 
 
 @pytest.mark.cuda
 def test_cuda_backward_pdl_chain_bitwise_in_subprocess(tmp_path):
-    """On sm_90a the backward's preprocess, key side and query side (the plain kernels) run as
-    programmatic dependents, each copying what predates the backward before it waits for the
-    previous kernel (the key side k and v, the query side q and dout); FWA_WINDOW_PDL=0 launches
-    each after the previous one completes. out, dq, dk and dv must be bitwise equal both ways (a
+    """On sm_90a the backward's preprocess, key side and query side (plain or warp-specialised) run
+    as programmatic dependents, each copying what predates the backward before it waits for the
+    previous kernel (the key side k and v, the query side q and dout; the warp-specialised kernels'
+    copy warp does not wait at all); FWA_WINDOW_PDL=0 launches each after the previous one completes. out, dq, dk and dv must be bitwise equal both ways (a
     kernel reading D, the max |dout| / |v| or the key side's d_acc sums too early would show)."""
     import os
 

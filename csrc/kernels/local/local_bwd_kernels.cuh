@@ -681,10 +681,10 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
     const int64_t kv_grid = n_t * p.Hkv * p.B;
     if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
     if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-    // preprocess -> key side -> query side (the kernels below, not the warp-specialised ones, which
-    // are plain launches): on sm_90a (FWA_WINDOW_PDL, as the window op's chain) each is the previous
-    // one's programmatic dependent, launched while the previous grid's last CTAs run (the
-    // griddepcontrol instructions are in the sm_90 code only: FWA_SM90A_BUILT on a 9.0 device).
+    // preprocess -> key side -> query side (the kernels below or the warp-specialised ones): on
+    // sm_90a (FWA_WINDOW_PDL, as the window op's chain) each is the previous one's programmatic
+    // dependent, launched while the previous grid's last CTAs run (the griddepcontrol instructions
+    // are in the sm_90 code only: FWA_SM90A_BUILT on a 9.0 device).
 #ifdef FWA_SM90A_BUILT
     const bool pdl_chain = window_pdl_enabled() && current_device_is_sm90();
 #else
@@ -705,7 +705,7 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
         constexpr int kCons = local_bwd_kv_ws_consumers(kHeadDim);
         const int64_t ws_items = (n_t + kCons - 1) / kCons * p.B * p.Hkv;
         if (local_bwd_kv_use_ws(ws_items, num_sms())) {
-            err = launch_local_bwd_kv_ws<Element, kHeadDim, kCons>(p, stream);
+            err = launch_local_bwd_kv_ws<Element, kHeadDim, kCons>(p, stream, pdl_chain);
             if (err != cudaErrorNotSupported) {
                 if (err != cudaSuccess) return err;
                 kv_done = true;
@@ -729,7 +729,7 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
         constexpr int kCons = kLocalBwdQWsConsumers;
         const int64_t ws_items = (int64_t(p.L) + kCons * kTileM - 1) / (kCons * kTileM) * p.B * p.H;
         if (local_bwd_q_use_ws(ws_items, num_sms())) {
-            err = launch_local_bwd_q_ws<Element, kHeadDim, kCons>(p, stream);
+            err = launch_local_bwd_q_ws<Element, kHeadDim, kCons>(p, stream, pdl_chain);
             if (err != cudaErrorNotSupported) return err;
         }
     }

@@ -169,6 +169,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
         if (warp == 1) {
             // Each step's lse and D~ rows (rows >= L: 0; their q, dout rows are zero-filled and
             // masked), query head, query tile and fixed-point scale, into its stage.
+            // Launched as the preprocess's programmatic dependent (launch_local_bwd_impl): D~ and
+            // the max |dout|, |v| are the preprocess's, read after this wait (everything else this
+            // kernel reads predates the backward, and the consumers' first products need this
+            // warp's rows). The query side, this kernel's dependent, may launch once every CTA
+            // has passed it (it waits for this grid's end before reading d_acc).
+            pdl_wait();
+            pdl_launch_dependents();
             int gstep = 0;
             for (LocalWsRounds rounds; rounds.item < n_items; rounds.next()) {
                 const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, rounds.item);
@@ -361,14 +368,15 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
 #endif
 }
 
-// Launch the warp-specialised key side. Returns cudaErrorNotSupported, launching nothing, where a
-// tensor map cannot be made (the caller then runs local_attn_bwd_kv_kernel).
+// Launch the warp-specialised key side (where `pdl`, as the preprocess's programmatic dependent).
+// Returns cudaErrorNotSupported, launching nothing, where a tensor map cannot be made (the caller
+// then runs local_attn_bwd_kv_kernel).
 template <typename Element, int kHeadDim, int kCons, int kStages = 3>
-cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream) {
+cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
     const int64_t n_kn = ((int64_t(p.L) + kTileN - 1) / kTileN + kCons - 1) / kCons;
     const int64_t grid = n_kn * p.Hkv * p.B;
     return launch_local_bwd_ws<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>, Element, kCons>(
-        p, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
+        p, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
 }
 
 }  // namespace fwa

@@ -132,6 +132,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         if (warp > kCons) return;
         // Warp 1 + c: the values of consumer c's rows of each item, into info buffer ti & 1 once
         // the consumers are done with item ti - 2's; then one more (n_steps = -1) after the last.
+        // Launched as the key side's programmatic dependent (launch_local_bwd_impl): its d_acc /
+        // d_bad sums (and the preprocess's max |dout|, |v|) are read after this wait; warp 0's
+        // copies (q, dout, k, v) predate the backward and the consumers need these warps' rows.
+        pdl_wait();
         const int c = warp - 1;
         LocalWsRounds rounds;
         for (int ti = 0;; rounds.next(), ++ti) {
@@ -285,16 +289,17 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
 #endif
 }
 
-// Launch the warp-specialised query side. Returns cudaErrorNotSupported, launching nothing, where
-// a tensor map cannot be made (the caller then runs local_attn_bwd_q_kernel).
+// Launch the warp-specialised query side (where `pdl`, as the key side's programmatic dependent).
+// Returns cudaErrorNotSupported, launching nothing, where a tensor map cannot be made (the caller
+// then runs local_attn_bwd_q_kernel).
 template <typename Element, int kHeadDim, int kCons>
-cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream) {
+cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
     constexpr bool kDefer = local_bwd_q_ws_defer_dq<kHeadDim>();
     constexpr int kStages = kDefer ? 3 : 2;
     return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>, Element, kCons>(
-        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream);
+        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
 }
 
 }  // namespace fwa

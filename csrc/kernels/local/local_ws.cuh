@@ -155,30 +155,33 @@ inline bool make_local_bwd_tma_maps(LocalBwdTmaMaps* m, const LocalBwdParams& p,
 }
 
 // Launch a persistent kernel over `items` work items: as many CTAs as fit on the GPU at once
-// (one per SM for these kernels), or one per item where there are fewer (or where `all`).
+// (one per SM for these kernels), or one per item where there are fewer (or where `all`); where
+// `pdl`, as the programmatic dependent of the previous kernel on the stream (launch_config).
 template <auto Kernel, typename Params>
 cudaError_t launch_ws_persistent(const Params& params, int64_t items, size_t smem, int threads, cudaStream_t stream,
-                                 bool all = false) {
+                                 bool all = false, bool pdl = false) {
     int ctas = 0;
     cudaError_t err = prepare_kernel<Kernel>(smem, threads, &ctas);
     if (err != cudaSuccess) return err;
     const int64_t resident = int64_t(ctas > 0 ? ctas : 1) * num_sms();
     const unsigned blocks = static_cast<unsigned>(all || items < resident ? items : resident);
-    Kernel<<<blocks, threads, smem, stream>>>(params);
-    return cudaGetLastError();
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = launch_config(dim3(blocks), dim3(threads), smem, stream, pdl, attr);
+    return cudaLaunchKernelEx(&cfg, Kernel, params);
 }
 
 // Launch a warp-specialised backward kernel (kCons consumer warpgroups and the producer one) over
-// `items` work items with p's tensor maps. Returns cudaErrorNotSupported, launching nothing, where
-// a tensor map cannot be made (the caller then runs the kernel without TMA).
+// `items` work items with p's tensor maps, where `pdl` as a programmatic dependent (the backward's
+// chain, launch_local_bwd_impl). Returns cudaErrorNotSupported, launching nothing, where a tensor
+// map cannot be made (the caller then runs the kernel without TMA).
 template <auto Kernel, typename Element, int kCons>
-cudaError_t launch_local_bwd_ws(const LocalBwdParams& p, int64_t items, size_t smem, cudaStream_t stream) {
+cudaError_t launch_local_bwd_ws(const LocalBwdParams& p, int64_t items, size_t smem, cudaStream_t stream, bool pdl) {
     if (items == 0) return cudaSuccess;
     if (items > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     LocalBwdWsParams wp;
     wp.p = p;
     if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
-    return launch_ws_persistent<Kernel>(wp, items, smem, kNumThreads * (kCons + 1), stream);
+    return launch_ws_persistent<Kernel>(wp, items, smem, kNumThreads * (kCons + 1), stream, false, pdl);
 }
 
 }  // namespace fwa
