@@ -319,8 +319,9 @@ def test_cuda_backward_pdl_chain_bitwise_in_subprocess(tmp_path):
     """On sm_90a the backward's preprocess, key side and query side (plain or warp-specialised) run
     as programmatic dependents, each copying what predates the backward before it waits for the
     previous kernel (the key side k and v, the query side q and dout; the warp-specialised kernels'
-    copy warp does not wait at all); FWA_WINDOW_PDL=0 launches each after the previous one completes. out, dq, dk and dv must be bitwise equal both ways (a
-    kernel reading D, the max |dout| / |v| or the key side's d_acc sums too early would show)."""
+    copy warp does not wait at all); FWA_WINDOW_PDL=0 launches each after the previous one
+    completes. out, dq, dk and dv must be bitwise equal both ways (a kernel reading D, the max
+    |dout| / |v| or the key side's d_acc sums too early would show)."""
     import os
 
     results = []
