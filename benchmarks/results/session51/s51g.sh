@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 51 run G (H200): the sliding backward's warp-specialised key side at d = 64 with each
+# step's dv += P^T dout and dk += dS^T q deferred to the next computed step (P^T, dS^T staged in
+# shared memory by stmatrix; SS wgmma): build; bitwise against run D's build (.devbuild/s51d.so.xz);
+# GPU time (graph) base / new at sliding configs 0 and 4, 2 rounds; the PDL-chain, wide-block and
+# every-grid warp-specialised key-side tests.
+export PYTHONPATH=$PWD
+t0=$(date +%s)
+exec > >(tee $OUT/runG.txt) 2>&1
+source benchmarks/results/device_steps.sh
+fwa_build s51g G
+fwa_bitwise_vs s51d G tools/local_bitwise.py
+echo "bitwise done $(( $(date +%s) - t0 )) s"
+for r in 1 2; do for bld in base new; do
+  cp /tmp/$bld.so flash_window_attn/_C.abi3.so
+  timeout 100 python benchmarks/results/session45/local_graph_ab.py $bld 0 4 2>&1 | grep -v -i warn
+done; done
+cp /tmp/new.so flash_window_attn/_C.abi3.so
+echo "graph done $(( $(date +%s) - t0 )) s"
+timeout 150 python -m pytest -q -m cuda tests/test_local_attention.py -x \
+  -k "pdl_chain or wide_block_bands_warp or ws_bwd_kv_every" 2>&1 | tail -3
+echo "end $(( $(date +%s) - t0 )) s"
