@@ -43,3 +43,15 @@ fwa_graph_ab() {
         python benchmarks/results/session36/graph_ab.py $b "$@" 2>&1 | grep -v -i warn
     done; done | tee "$OUT/run$run-graph.txt"
 }
+
+# fwa_local_graph_ab CONFIG...: the sliding-window op's forward and fwd+bwd GPU time
+# (session45/local_graph_ab.py) at bench_sliding_window CONFIGs with /tmp/base.so and /tmp/new.so in
+# turn, 2 rounds, to stdout; /tmp/new.so stays installed.
+fwa_local_graph_ab() {
+    local r b
+    for r in 1 2; do for b in base new; do
+        cp /tmp/$b.so flash_window_attn/_C.abi3.so
+        timeout 150 python benchmarks/results/session45/local_graph_ab.py $b "$@" 2>&1 | grep -v -i warn
+    done; done
+    cp /tmp/new.so flash_window_attn/_C.abi3.so
+}

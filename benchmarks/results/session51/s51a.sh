@@ -11,11 +11,7 @@ fwa_build s51a A
 rm -f $OUT/s51a.so.xz
 fwa_bitwise_vs s50g A tools/local_bitwise.py
 echo "bitwise done $(( $(date +%s) - t0 )) s"
-for r in 1 2; do for bld in base new; do
-  cp /tmp/$bld.so flash_window_attn/_C.abi3.so
-  timeout 150 python benchmarks/results/session45/local_graph_ab.py $bld 0 4 2>&1 | grep -v -i warn
-done; done
-cp /tmp/new.so flash_window_attn/_C.abi3.so
+fwa_local_graph_ab 0 4
 echo "graph done $(( $(date +%s) - t0 )) s"
 timeout 240 python -m pytest -q -m cuda tests/test_local_attention.py -x \
   -k "ws_fwd_every_grid or wide_block_bands_warp or pdl_chain" 2>&1 | tail -3

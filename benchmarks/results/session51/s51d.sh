@@ -12,11 +12,7 @@ source benchmarks/results/device_steps.sh
 fwa_build s51d D
 fwa_bitwise_vs s50g D tools/local_bitwise.py
 echo "bitwise done $(( $(date +%s) - t0 )) s"
-for r in 1 2; do for bld in base new; do
-  cp /tmp/$bld.so flash_window_attn/_C.abi3.so
-  timeout 150 python benchmarks/results/session45/local_graph_ab.py $bld 0 4 2 2>&1 | grep -v -i warn
-done; done
-cp /tmp/new.so flash_window_attn/_C.abi3.so
+fwa_local_graph_ab 0 4 2
 echo "graph done $(( $(date +%s) - t0 )) s"
 timeout 280 python -m pytest -q -m cuda tests/test_local_attention.py -x \
   -k "pdl_chain or wide_block_bands_warp" 2>&1 | tail -3
