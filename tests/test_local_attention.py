@@ -216,6 +216,22 @@ def test_grid_cuda(case, seed):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype_name", ["fp16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("scale", [0.3, 0.0, -0.3])
+def test_cuda_scale_sign(dtype_name, d, scale):
+    """The wgmma and warp-specialised forwards fold the scale into the exponent (the row max of the
+    raw logits, scaled once: right for scale > 0 only), so a zero or negative scale runs the
+    mma.sync forward (local_attn_fwd). Every sign against float64, with steps that are all allowed
+    (the folded path) and band edges, on a grid large enough for the warp-specialised kernels."""
+    dtype = DTYPES[dtype_name]
+    for pat, L, B, H in (("block_div", 1000, 1, 4), ("causal_local_lt", 1000, 1, 4), ("causal", 2048, 1, 66)):
+        kind, kwargs, band = pattern_call(pat, L)
+        q, k, v, dout = make_qkv(B, H, H, L, d, dtype=dtype, device="cuda", seed=L + d)
+        check_case(kind, kwargs, band, q, k, v, dout, dtype, scale=scale, desc=f"{pat} L={L} scale={scale}")
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("env", [{"FWA_LOCAL_WGMMA": "0"}, {"FWA_LOCAL_WGMMA": "fwd"}, {"FWA_LOCAL_WG": "2"},
                                  {"FWA_LOCAL_WG": "3"}, {"FWA_LOCAL_FWD_KEYS": "64"}, {"FWA_LOCAL_FWD_WS": "1"},
                                  {"FWA_LOCAL_FWD_WS": "0"}, {"FWA_LOCAL_BWD_Q_WS": "1"}, {"FWA_LOCAL_BWD_Q_WS": "0"},

@@ -105,7 +105,9 @@ int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes)
 }
 
 cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
-    const bool wgmma = local_wgmma_enabled(false);
+    // The wgmma forwards fold the scale into the exponent (local_softmax_step's kFold), which needs
+    // scale > 0; a zero or negative scale runs the mma.sync kernel.
+    const bool wgmma = local_wgmma_enabled(false) && p.scale > 0.f;
     return FWA_LOCAL_HEADDIM_SWITCH(p.d, [&] {
         if constexpr (kHeadDim >= 64) {   // d <= 32: the mma.sync kernel
             if (wgmma)

@@ -80,15 +80,35 @@ FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m, u
 // for kFull steps, which hold allowed pairs only), then the online softmax (kernel_utils.cuh):
 // s becomes P, and corr[r] is the factor the output row r must be rescaled by. (A row with no
 // allowed key in this step and none before keeps max -inf.)
-template <bool kFull, int kNT>
-FWA_DEVICE void local_softmax_step(float (&s)[kNT][4], float sl, const RowInterval (&iv)[2], int key0, int t4,
+// kFold (the wgmma and warp-specialised forwards, launched for scale > 0 only: local_attn_fwd),
+// on steps whose pairs are all allowed: the scaling folded into the exponent. The row max is taken
+// over the raw logits and scaled once (x -> x sl is monotonic for sl > 0, so it is bitwise the max
+// of the scaled logits) and each P = exp2(fma(s, sl, -max)): one FFMA per logit where an FMUL and
+// an FADD were (the 128-key step of the d = 64 warp-specialised forward: 438 -> 376 SASS
+// instructions per thread; H200, session 52: block256x16 forward 80-81 -> 69-70 us, causal
+// B8 H16 L2048 d64 221-223 -> 198-203). P differs from the unfolded form's by the rounding the
+// FFMA saves. (Folding the masked steps too, or a run-time choice between the forms, made ptxas
+// serialise these kernels' wgmmas, C7511.)
+// kSkipRescale (with kFold; the d = 128 forwards): FlashAttention-4's rule. A warp keeps its rows'
+// running max, and O and the row sums are not rescaled, while no row of the warp would grow its
+// max by more than 8 (log2 units; P <= 2^8 then). The step returns whether O must be rescaled by
+// corr. (Session 52: win(1024,0) B2 H16 L16384 d128 forward 602-667 -> 567-595 us; at d = 64 it
+// was slower than the fold alone, 69-70 -> 75 us at block256x16.)
+template <bool kFull, bool kFold, bool kSkipRescale = false, int kNT>
+FWA_DEVICE bool local_softmax_step(float (&s)[kNT][4], float sl, const RowInterval (&iv)[2], int key0, int t4,
                                    float (&row_max)[2], float (&row_sum)[2], float (&corr)[2]) {
+    constexpr bool kFolded = kFold && kFull;
+    float mx[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float mx_even = -INFINITY, mx_odd = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-            float x0 = s[nt][2 * r] * sl, x1 = s[nt][2 * r + 1] * sl;
+            float x0 = s[nt][2 * r], x1 = s[nt][2 * r + 1];
+            if constexpr (!kFolded) {
+                x0 *= sl;
+                x1 *= sl;
+            }
             if constexpr (!kFull) {
                 const int j = key0 + nt * 8 + 2 * t4;
                 if (!iv[r].contains(j)) x0 = -INFINITY;
@@ -99,7 +119,47 @@ FWA_DEVICE void local_softmax_step(float (&s)[kNT][4], float sl, const RowInterv
             if (nt % 2 == 0) mx_even = fmaxf(mx_even, fmaxf(x0, x1));
             else mx_odd = fmaxf(mx_odd, fmaxf(x0, x1));
         }
-        corr[r] = online_softmax_row_p(s, r, quad_max(fmaxf(mx_even, mx_odd)), row_max[r], row_sum[r]);
+        mx[r] = quad_max(fmaxf(mx_even, mx_odd));
+        if constexpr (kFolded) mx[r] *= sl;
+    }
+    if constexpr (!kFolded) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) corr[r] = online_softmax_row_p(s, r, mx[r], row_max[r], row_sum[r]);
+        return true;
+    } else {
+        float m_use[2];
+        bool rescale = true;
+        if constexpr (kSkipRescale) {   // (a NaN difference or a -inf max counts as growing)
+            const bool grow = !(fmaxf(mx[0] - row_max[0], mx[1] - row_max[1]) <= 8.f);
+            rescale = __any_sync(0xffffffffu, grow);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            if (rescale) {
+                const float m_new = fmaxf(row_max[r], mx[r]);
+                m_use[r] = m_new == -INFINITY ? 0.f : m_new;
+                corr[r] = fast_exp2(row_max[r] - m_use[r]);
+                row_max[r] = m_new;
+            } else {
+                m_use[r] = row_max[r];
+                corr[r] = 1.f;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float sum_even = 0.f, sum_odd = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+                const float e0 = fast_exp2(fmaf(s[nt][2 * r], sl, -m_use[r]));
+                const float e1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -m_use[r]));
+                s[nt][2 * r] = e0;
+                s[nt][2 * r + 1] = e1;
+                if (nt % 2 == 0) sum_even += e0 + e1;
+                else sum_odd += e0 + e1;
+            }
+            row_sum[r] = (rescale ? row_sum[r] * corr[r] : row_sum[r]) + (sum_even + sum_odd);
+        }
+        return rescale;
     }
 }
 
@@ -202,8 +262,8 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
         // Instantiated for full and edge tiles, picked once per tile (a per-element branch on the
         // runtime flag otherwise).
         float corr[2];
-        if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-        else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        if (full) local_softmax_step<true, false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        else local_softmax_step<false, false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
 #pragma unroll
         for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
 

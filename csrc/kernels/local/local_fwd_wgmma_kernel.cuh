@@ -152,11 +152,12 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 
     // Scale and mask tile `it`'s logits in s, online softmax; corr[r] is the factor O's row r must be
     // rescaled by before tile `it`'s P v is added.
-    auto softmax_tile = [&](int it, float (&corr)[2]) {
+    // Returns whether O must be rescaled (local_softmax_step).
+    auto softmax_tile = [&](int it, float (&corr)[2]) -> bool {
         const int key0 = (kt_first + it * kT) * kTileN;
         const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
-        if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-        else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        if (full) return local_softmax_step<true, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        return local_softmax_step<false, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
     };
     auto issue_s = [&](int it) {
 #pragma unroll
@@ -213,9 +214,10 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
                 for (int nt = kTileN / 8; nt < kNT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
             }
             float corr[2];
-            softmax_tile(it, corr);
+            if (softmax_tile(it, corr)) {
 #pragma unroll
-            for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+                for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+            }
             pack_p16<Element>(s, pa);
             wgmma_fence();
             if constexpr (kHalfStep) issue_pv_half(it);

@@ -315,11 +315,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 float corr[2];
                 const int key0 = kt * kTileN;
                 const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
-                if (full) local_softmax_step<true>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-                else local_softmax_step<false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+                const bool rescale = full ? local_softmax_step<true, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr)
+                                          : local_softmax_step<false, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
                 if constexpr (kPend) deferred.finish(o_acc, bar_empty);
+                if (rescale) {
 #pragma unroll
-                for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+                    for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
+                }
                 pack_p16<Element>(s, pa);
                 if constexpr (kDeferPv && !kHalf) {
                     deferred.defer(st);
