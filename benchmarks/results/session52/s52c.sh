@@ -5,6 +5,8 @@
 # (FWA_FWD_RESCALE_SKIP: a warp keeps its rows' running max, and skips O's rescale, while no row
 # grows it by more than 8 in log2 units), build FR. GPU time base (main's build, .devbuild/s51d.so.xz)
 # / F and base / FR at configs 0, 4, 1, 2 (2 rounds each); test_local_extremes with each.
+# (FWA_FWD_RESCALE_SKIP was this run's macro; main has the rule as local_softmax_step's
+# kSkipRescale, on at d = 128 only, run D.)
 export PYTHONPATH=$PWD
 t0=$(date +%s)
 exec > >(tee $OUT/runC.txt) 2>&1

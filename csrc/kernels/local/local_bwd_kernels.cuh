@@ -194,7 +194,10 @@ FWA_DEVICE void local_load_tile(Element* tile, const Element* src, int64_t row_s
 // s (kFull: every pair allowed; else pairs outside the key's query interval iv[r], and keys with
 // key_ok[r] false, get P = 0), pdp += Pᵀ o dPᵀ summed over the two keys per query column, and
 // dSᵀ = Pᵀ o (dPᵀ - D~) into dp. Shared by the key-side kernel and its warp-specialised form.
-template <bool kFull, int kNT>
+// kLse2: the lse rows are already in log2 units (lse log2(e), the warp-specialised key side's
+// stage rows; the same FMUL done once per row by its producer instead of per query column and step
+// by every consumer thread, so P is bitwise the same).
+template <bool kFull, bool kLse2 = false, int kNT>
 FWA_DEVICE void local_kv_step_grads(float (&s)[kNT][4], float (&dp)[kNT][4], float (&pdp)[2 * kNT], const float* lse,
                                     const float* dsum, float sl, const RowInterval (&iv)[2], const bool (&key_ok)[2],
                                     int q0, int t4) {
@@ -205,8 +208,9 @@ FWA_DEVICE void local_kv_step_grads(float (&s)[kNT][4], float (&dp)[kNT][4], flo
             const int c = nt * 8 + 2 * t4;   // query within the tile
             const float2 ls = *reinterpret_cast<const float2*>(lse + c);
             const float2 ds = *reinterpret_cast<const float2*>(dsum + c);
-            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -ls.x * kLog2e));
-            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -ls.y * kLog2e));
+            const float l0 = kLse2 ? ls.x : ls.x * kLog2e, l1 = kLse2 ? ls.y : ls.y * kLog2e;
+            float p0 = fast_exp2(fmaf(s[nt][2 * r], sl, -l0));
+            float p1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -l1));
             if constexpr (!kFull) {
                 const int i = q0 + c;
                 if (!iv[r].contains(i)) p0 = 0.f;

@@ -38,7 +38,7 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdKvWsSmem {
     static constexpr int kTile = kTileM * kHeadDim * 2;   // a 64-row 128-byte-swizzled tile: 8 / 16 KB
     static constexpr int kKOff = 0;                       // per consumer: k, then v
     static constexpr int kQOff = 2 * kCons * kTile;       // per stage: q, then dout
-    // per stage: lse[64], D~[64] (floats), then LocalBwdKvWsStep
+    // per stage: lse[64] (times log2(e)), D~[64] (floats), then LocalBwdKvWsStep
     static constexpr int kRowsOff = kQOff + 2 * kStages * kTile;
     static constexpr int kRowsBytes = 2 * kTileM * 4 + 32;
     // per consumer: the warps' column sums of P dP, 2 buffers x 4 warps x 64 queries
@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
             return;
         }
         if (warp == 1) {
-            // Each step's lse and D~ rows (rows >= L: 0; their q, dout rows are zero-filled and
-            // masked), query head, query tile and fixed-point scale, into its stage.
+            // Each step's lse (in log2 units) and D~ rows (rows >= L: 0; their q, dout rows are
+            // zero-filled and masked), query head, query tile and fixed-point scale, into its stage.
             // Launched as the preprocess's programmatic dependent (launch_local_bwd_impl): D~ and
             // the max |dout|, |v| are the preprocess's, read after this wait (everything else this
             // kernel reads predates the backward, and the consumers' first products need this
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
 #pragma unroll
                         for (int r = 0; r < 2; ++r) {
                             const int i = qt * kTileM + lane + 32 * r;
-                            rows[lane + 32 * r] = i < L ? p.lse[row_base + i] : 0.f;
+                            rows[lane + 32 * r] = i < L ? p.lse[row_base + i] * kLog2e : 0.f;
                             rows[kTileM + lane + 32 * r] = i < L ? p.dsum[row_base + i] : 0.f;
                         }
                         if (lane == 0) {
@@ -337,8 +337,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 const float* lse = rows;
                 const float* dsum = rows + kTileM;
                 const bool all_keys[2] = {true, true};   // keys >= L have an empty interval in iv
-                if (full) local_kv_step_grads<true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
-                else local_kv_step_grads<false>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
+                if (full) local_kv_step_grads<true, true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
+                else local_kv_step_grads<false, true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
                 static_assert(kNT == 8, "stage_warp_pdp_sums sums a 64-column tile");
                 stage_warp_pdp_sums(pdp, sPdp, ((n_done & 1) * kWarps + warp) * kTileM);
                 ++n_done;
