@@ -7,7 +7,7 @@
 # the sum of the 16-bit P). Base: main's build (.devbuild/s51d.so.xz). GPU time base / diag at
 # configs 0, 4 (2 rounds) and the per-kernel graph timeline at config 0 bf16.
 # The two macros are in tools/patches/local-bwd-no-exact-d-sums-fwd-l16-DIAGNOSTIC-TIMING-ONLY.patch
-# (the run's working tree; apply it before re-running this script).
+# (the run's working tree; it applies to f78950f, main before this session's kernel changes).
 export PYTHONPATH=$PWD
 t0=$(date +%s)
 exec > >(tee $OUT/runA.txt) 2>&1
