@@ -219,24 +219,44 @@ constexpr float kNormEps = 1e-12f;
 // log2 units, mx their row max over the quad. Updates row_max / row_sum, replaces s by
 // exp2(s - max) and returns the factor exp2(old max - new max) by which the output accumulator's
 // row must be rescaled. A row with no finite logit so far keeps max -inf and uses 0, so that
-// exp2(-inf - 0) = 0 instead of NaN.
-template <int kNT>
-FWA_DEVICE float online_softmax_row_p(float (&s)[kNT][4], int r, float mx, float& row_max, float& row_sum) {
+// exp2(-inf - 0) = 0 instead of NaN. In two parts, which a caller may run for both of a thread's
+// rows in turn (local_softmax_step):
+//  - online_softmax_max: the new running max, the max the exponents use (m_use) and the factor;
+//    keep_max: the row keeps its running max (the caller's rule bounds P; row_max is finite) and
+//    the factor is 1;
+//  - online_softmax_exp_row: s <- exp2(s - m_use) and row_sum updated; kScaled: s holds the logits
+//    times 1 / in_scale (mx was scaled), and P = exp2(fma(s, in_scale, -m_use)).
+FWA_DEVICE float online_softmax_max(float mx, float& row_max, float& m_use, bool keep_max = false) {
+    if (keep_max) {
+        m_use = row_max;
+        return 1.f;
+    }
     const float m_new = fmaxf(row_max, mx);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+    m_use = m_new == -INFINITY ? 0.f : m_new;
     const float corr = fast_exp2(row_max - m_use);
     row_max = m_new;
+    return corr;
+}
+template <bool kScaled = false, int kNT>
+FWA_DEVICE void online_softmax_exp_row(float (&s)[kNT][4], int r, float m_use, float corr, float& row_sum,
+                                       float in_scale = 1.f, bool keep_max = false) {
     float sum_even = 0.f, sum_odd = 0.f;
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-        const float e0 = fast_exp2(s[nt][2 * r] - m_use);
-        const float e1 = fast_exp2(s[nt][2 * r + 1] - m_use);
+        const float e0 = fast_exp2(kScaled ? fmaf(s[nt][2 * r], in_scale, -m_use) : s[nt][2 * r] - m_use);
+        const float e1 = fast_exp2(kScaled ? fmaf(s[nt][2 * r + 1], in_scale, -m_use) : s[nt][2 * r + 1] - m_use);
         s[nt][2 * r] = e0;
         s[nt][2 * r + 1] = e1;
         if (nt % 2 == 0) sum_even += e0 + e1;
         else sum_odd += e0 + e1;
     }
-    row_sum = row_sum * corr + (sum_even + sum_odd);
+    row_sum = (keep_max ? row_sum : row_sum * corr) + (sum_even + sum_odd);
+}
+template <int kNT>
+FWA_DEVICE float online_softmax_row_p(float (&s)[kNT][4], int r, float mx, float& row_max, float& row_sum) {
+    float m_use;
+    const float corr = online_softmax_max(mx, row_max, m_use);
+    online_softmax_exp_row(s, r, m_use, corr, row_sum);
     return corr;
 }
 

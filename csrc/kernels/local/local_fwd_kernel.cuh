@@ -127,38 +127,16 @@ FWA_DEVICE bool local_softmax_step(float (&s)[kNT][4], float sl, const RowInterv
         for (int r = 0; r < 2; ++r) corr[r] = online_softmax_row_p(s, r, mx[r], row_max[r], row_sum[r]);
         return true;
     } else {
-        float m_use[2];
         bool rescale = true;
         if constexpr (kSkipRescale) {   // (a NaN difference or a -inf max counts as growing)
             const bool grow = !(fmaxf(mx[0] - row_max[0], mx[1] - row_max[1]) <= 8.f);
             rescale = __any_sync(0xffffffffu, grow);
         }
+        float m_use[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            if (rescale) {
-                const float m_new = fmaxf(row_max[r], mx[r]);
-                m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-                corr[r] = fast_exp2(row_max[r] - m_use[r]);
-                row_max[r] = m_new;
-            } else {
-                m_use[r] = row_max[r];
-                corr[r] = 1.f;
-            }
-        }
+        for (int r = 0; r < 2; ++r) corr[r] = online_softmax_max(mx[r], row_max[r], m_use[r], !rescale);
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float sum_even = 0.f, sum_odd = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) {
-                const float e0 = fast_exp2(fmaf(s[nt][2 * r], sl, -m_use[r]));
-                const float e1 = fast_exp2(fmaf(s[nt][2 * r + 1], sl, -m_use[r]));
-                s[nt][2 * r] = e0;
-                s[nt][2 * r + 1] = e1;
-                if (nt % 2 == 0) sum_even += e0 + e1;
-                else sum_odd += e0 + e1;
-            }
-            row_sum[r] = (rescale ? row_sum[r] * corr[r] : row_sum[r]) + (sum_even + sum_odd);
-        }
+        for (int r = 0; r < 2; ++r) online_softmax_exp_row<true>(s, r, m_use[r], corr[r], row_sum[r], sl, !rescale);
         return rescale;
     }
 }
