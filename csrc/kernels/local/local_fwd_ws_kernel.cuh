@@ -29,9 +29,14 @@
 // Measured on the H100 (session 26, bf16 kernel time, against the wgmma kernel): causal B8 H16
 // L2048 d64 0.242-0.246 -> 0.214-0.215 ms, block256x16 B1 H12 L4096 d64 0.090-0.092 -> 0.076,
 // win(1024,0) B2 H16 L16384 d128 0.824-0.828 -> 0.622-0.623, win(4096,0) B1 H32/8 L32768 d128
-// 5.29-5.31 -> 4.12-4.14. Dropped: 2 consumers with 240 registers, 3 stages (slower at d = 64).
+// 5.29-5.31 -> 4.12-4.14. Dropped: 2 consumers with 240 registers.
 // At d = 128 each step's P v now runs during the next step's softmax (kDeferPv, 3 stages; session
 // 39): win(1024,0) 0.621 -> 0.595 ms, win(4096,0) 4.35 -> 4.05.
+// Since session 53, 3 stages at d = 64 too (2 before), with each consumer's stage index counted
+// (WsStageCursor): with the division gstep % 3 ptxas serialised the d = 64 wgmmas (C7511, session
+// 53 run B; likely why 3 stages measured slower in session 26). H200 GPU time, 2 rounds: causal B8
+// H16 L2048 forward 198.4-200.8 -> 191.1-193.5 us; block256x16 69.3-69.7 -> 69.9-70.3 (+0.6);
+// win(1024,0) within noise. Outputs bitwise unchanged.
 #pragma once
 #include <climits>
 #include <cstdlib>
@@ -243,7 +248,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
     // The item's values come from the producer through shared memory (read again where needed, so
     // that they hold no registers across the steps).
-    int gstep = 0;
+    WsStageCursor<kStages> cur;   // the consumer's next step's stage
     for (int ti = 0;; ++ti) {
         const int qb = ti & 1;
         const volatile int* const info = info0 + Smem::kInfoInts * qb;
@@ -282,10 +287,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vt, kk), 1);
         };
         auto issue_pending = [&](int pst) { issue_pv(sV + pst * Smem::kKVStage, std::integral_constant<int, kKK>{}); };
-        for (int it = 0; it < n_steps; ++it, ++gstep) {
-            const int st = gstep % kStages;
+        for (int it = 0; it < n_steps; ++it, cur.next()) {
+            const int st = cur.st;
             const uint32_t kst = sK + st * Smem::kKVStage, vst = sV + st * Smem::kKVStage;
-            mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
+            mbar_wait(bar_full + 8 * st, cur.parity);
             const int kt = kt_first + kT * it;
             // The step's products (see local_fwd_wgmma_kernel.cuh); a half step when its second
             // tile lies past this warpgroup's band.
@@ -401,7 +406,7 @@ cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
         return e != nullptr && std::string(e) == "all";
     }();
     constexpr bool kDefer = local_fwd_ws_defer_pv<kHeadDim>();
-    constexpr int kStages = kDefer ? 3 : 2;
+    constexpr int kStages = 3;   // (kDeferPv needs 3: a consumer holds two)
     return launch_ws_persistent<local_attn_fwd_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>>(
         wp, grid, LocalFwdWsSmem<kHeadDim, kCons, kStages>::kBytes, kNumThreads * (kCons + 1), stream, all);
 }

@@ -31,6 +31,20 @@ struct LocalWsRounds {
     }
 };
 
+// A consumer's position in a ring of kStages stages: the stage of its next step and the parity of
+// that stage's fill (gstep % kStages and (gstep / kStages) & 1 over its steps), counted. In the
+// d = 64 warp-specialised forward, 3 stages with the division made ptxas serialise the wgmmas (C7511:
+// session 53 run B; 2 stages, a power of two, compile to a mask and a shift).
+template <int kStages>
+struct WsStageCursor {
+    int st = 0;
+    uint32_t parity = 0;
+    FWA_DEVICE void next() {
+        st = st + 1 == kStages ? 0 : st + 1;
+        parity ^= st == 0 ? 1u : 0u;
+    }
+};
+
 // A consumer's deferred product (the forward's o += P v, kDeferPv; the query side's dq += dS k,
 // kDeferDq): a step's product is issued with the next computed step's first products (`issue_with`:
 // a second wgmma group, so the wait for the first leaves it running during that step's elementwise
