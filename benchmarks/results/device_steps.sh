@@ -55,3 +55,17 @@ fwa_local_graph_ab() {
     done; done
     cp /tmp/new.so flash_window_attn/_C.abi3.so
 }
+
+# fwa_local_timeline_ab ROUNDS PATTERN CONFIG DTYPE: the per-kernel graph timeline of the
+# sliding-window op's fwd+bwd (session46/graph_timeline.py, ours) with /tmp/base.so and
+# /tmp/new.so in turn, ROUNDS times, its lines matching the extended regex PATTERN ("" for all);
+# /tmp/new.so stays installed.
+fwa_local_timeline_ab() {
+    local rounds=$1 pattern=$2 config=$3 dtype=$4 r b
+    for r in $(seq "$rounds"); do for b in base new; do
+        cp /tmp/$b.so flash_window_attn/_C.abi3.so
+        echo "== timeline $b"
+        timeout 100 python benchmarks/results/session46/graph_timeline.py "$config" "$dtype" ours 2>&1 | grep -v -i warn | grep -E "$pattern"
+    done; done
+    cp /tmp/new.so flash_window_attn/_C.abi3.so
+}

@@ -17,10 +17,5 @@ timeout 200 python -m pytest -q -m cuda tests/test_local_attention.py -x \
 echo "tests done $(( $(date +%s) - t0 )) s"
 fwa_local_graph_ab 0 4 2
 echo "graph done $(( $(date +%s) - t0 )) s"
-for b in base new; do
-  cp /tmp/$b.so flash_window_attn/_C.abi3.so
-  echo "== timeline $b"
-  timeout 100 python benchmarks/results/session46/graph_timeline.py 0 bf16 ours 2>&1 | grep -v -i warn
-done
-cp /tmp/new.so flash_window_attn/_C.abi3.so
+fwa_local_timeline_ab 1 "" 0 bf16
 echo "end $(( $(date +%s) - t0 )) s"

@@ -13,12 +13,7 @@ fwa_bitwise_vs s52e C tools/local_bitwise.py
 echo "bitwise done $(( $(date +%s) - t0 )) s"
 fwa_local_graph_ab 0 4 2
 echo "graph done $(( $(date +%s) - t0 )) s"
-for r in 1 2; do for b in base new; do
-  cp /tmp/$b.so flash_window_attn/_C.abi3.so
-  echo "== timeline $b"
-  timeout 100 python benchmarks/results/session46/graph_timeline.py 0 bf16 ours 2>&1 | grep -v -i warn | grep -E "median|kv_ws|q_ws"
-done; done
-cp /tmp/new.so flash_window_attn/_C.abi3.so
+fwa_local_timeline_ab 2 "median|kv_ws|q_ws" 0 bf16
 echo "timeline done $(( $(date +%s) - t0 )) s"
 timeout 320 python -m pytest -q -m cuda tests/test_local_attention.py tests/test_local_lifecycle.py \
   tests/test_local_extremes.py tests/test_local_random.py -x > $OUT/runC-tests.txt 2>&1
