@@ -297,7 +297,10 @@ cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, 
     const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
     const int64_t grid = n_m * p.H * p.B;
     constexpr bool kDefer = local_bwd_q_ws_defer_dq<kHeadDim>();
-    constexpr int kStages = kDefer ? 3 : 2;
+    // One stage of k / v more than before session 54 (3 / 2): H200, session 54 runs D and E, bf16
+    // kernel time at win(1024,0) d = 128 736 -> 719 us (ptxas: 36 bytes of spill instead of 72),
+    // block256x16 d = 64 77.5-78.3 -> 74.7-76.6; fwd+bwd GPU time 0.2-0.5 % lower (within noise).
+    constexpr int kStages = kDefer ? 4 : 3;
     return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>, Element, kCons>(
         p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
 }
