@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
 // Returns cudaErrorNotSupported, launching nothing, where a tensor map cannot be made (the caller
 // then runs local_attn_bwd_kv_kernel).
 // 4 stages of q / dout (3 until session 54: block256x16 key side 124.5 -> 123.4 us on the H200,
-// fwd+bwd within noise elsewhere; 120 KB of shared memory at d = 64, 198 KB at d = 128).
+// fwd+bwd within noise elsewhere; 125 KB of shared memory at d = 64, 201 KB at d = 128).
 template <typename Element, int kHeadDim, int kCons, int kStages = 4>
 cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
     const int64_t n_kn = ((int64_t(p.L) + kTileN - 1) / kTileN + kCons - 1) / kCons;

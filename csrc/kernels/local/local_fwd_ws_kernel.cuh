@@ -36,7 +36,7 @@
 // (WsStageCursor): with the division gstep % 3 ptxas serialised the d = 64 wgmmas (C7511, session
 // 53 run B; likely why 3 stages measured slower in session 26). H200 GPU time, 2 rounds: causal B8
 // H16 L2048 forward 198.4-200.8 -> 191.1-193.5 us; block256x16 69.3-69.7 -> 69.9-70.3 (+0.6);
-// win(1024,0) within noise. Outputs bitwise unchanged. Since session 54, 4 stages at d = 64 (176 KB
+// win(1024,0) within noise. Outputs bitwise unchanged. Since session 54, 4 stages at d = 64 (180 KB
 // of shared memory): causal forward 192.2-193.7 -> 184.5-185.6 us, block256x16 69.9-70.6 ->
 // 68.3-68.8 (H200 GPU time, 2 rounds); outputs bitwise unchanged.
 #pragma once
