@@ -235,10 +235,13 @@ def test_cuda_scale_sign(dtype_name, d, scale):
 @pytest.mark.parametrize("env", [{"FWA_LOCAL_WGMMA": "0"}, {"FWA_LOCAL_WGMMA": "fwd"}, {"FWA_LOCAL_WG": "2"},
                                  {"FWA_LOCAL_WG": "3"}, {"FWA_LOCAL_FWD_KEYS": "64"}, {"FWA_LOCAL_FWD_WS": "1"},
                                  {"FWA_LOCAL_FWD_WS": "0"}, {"FWA_LOCAL_BWD_Q_WS": "1"}, {"FWA_LOCAL_BWD_Q_WS": "0"},
-                                 {"FWA_LOCAL_BWD_KV_WS": "1"}, {"FWA_LOCAL_BWD_KV_WS": "0"}],
+                                 {"FWA_LOCAL_BWD_KV_WS": "1"}, {"FWA_LOCAL_BWD_KV_WS": "0"},
+                                 {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_WS_SHIFT": "1"},
+                                 {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_WS_SHIFT": "2"}],
                          ids=["mma_sync", "wgmma_fwd_only", "wgmma_fwd_2_warpgroups", "wgmma_fwd_3_warpgroups",
                               "wgmma_fwd_64_key_steps", "ws_fwd_every_grid", "ws_fwd_never", "ws_bwd_q_every_grid",
-                              "ws_bwd_q_never", "ws_bwd_kv_every_grid", "ws_bwd_kv_never"])
+                              "ws_bwd_q_never", "ws_bwd_kv_every_grid", "ws_bwd_kv_never", "ws_shift_1_every_grid",
+                              "ws_shift_2_every_grid"])
 def test_grid_cuda_other_kernels_in_subprocess(env):
     """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 kernels at d > 32 run on
     wgmma (test_grid_cuda checks them at one warpgroup per CTA: the forward takes 3 at d = 128 only
@@ -250,7 +253,9 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     FWA_LOCAL_FWD_WS=1 the warp-specialised TMA forward (d > 32) on every grid (by default only
     on grids that fill the GPU, so test_grid_cuda's small problems run the one-warpgroup kernel),
     =0 never; FWA_LOCAL_BWD_Q_WS=1 / 0 and FWA_LOCAL_BWD_KV_WS=1 / 0 the same for the backward's
-    warp-specialised query side and key side.
+    warp-specialised query side and key side; FWA_LOCAL_WS_SHIFT=1 / 2 the warp-specialised
+    forward and query side on every grid with their items shifted by 1 / 2 query tiles (a first
+    item holding tiles < 0, even at L = 1).
     The fp16 / bf16 grid at d 64 and 128 must pass through those too: a child process, since the
     switches are read once per process."""
     import os
@@ -296,10 +301,12 @@ def test_wide_block_bands_cpu():
 
 
 @pytest.mark.cuda
-def test_wide_block_bands_warp_specialised_in_subprocess():
+@pytest.mark.parametrize("shift", [None, "0", "1", "2"], ids=["default_shift", "shift_0", "shift_1", "shift_2"])
+def test_wide_block_bands_warp_specialised_in_subprocess(shift):
     """The cases above through every warp-specialised kernel (forward, query side, key side), in a
     child process with a time limit: a kernel that waits forever fails the test instead of the
-    suite."""
+    suite. With each item shift of the query-side kernels (FWA_LOCAL_WS_SHIFT; see
+    _WS_SHIFT_CASES below), which regroups the tiles whose bands end apart."""
     import os
 
     code = (
@@ -309,8 +316,67 @@ def test_wide_block_bands_warp_specialised_in_subprocess():
         "print('ok', t._run_wide_block_cases('cuda', ['fp16', 'bf16']))\n"
     )
     env = {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"}
-    out = run_in_child(code, env, "wide block bands, warp-specialised kernels", timeout=300)
+    if shift is not None:
+        env["FWA_LOCAL_WS_SHIFT"] = shift
+    out = run_in_child(code, env, f"wide block bands, warp-specialised kernels, shift {shift}", timeout=300)
     assert int(out.split()[-1]) == 2 * len(_WIDE_BLOCK_CASES), out
+
+
+# The warp-specialised query-side kernels' item shift (local_ws_items in local_band.h: item m holds
+# the 64-query tiles from m * 3 - shift; by default the shift with the fewest idle consumer steps,
+# FWA_LOCAL_WS_SHIFT=s forces s, read per call). Each case: (B, H, Hkv, L, d, kind, kwargs, band,
+# bitwise), where bitwise says the outputs cannot depend on the shift: the query side's products
+# per tile are the same at every shift, and so are the forward's where its steps are 64 keys
+# (d = 128) or every item's first key tile is 0 (d = 64 with the left side unbounded); elsewhere the
+# d = 64 forward pairs its 64-key tiles into 128-key steps from the item's first tile, so the
+# rounding may differ (the results must still be right).
+_WS_SHIFT_CASES = [
+    (1, 4, 2, 1000, 128, "sliding", dict(window=(100, 50)), (100, 50, 1), True),
+    (1, 4, 4, 1024, 128, "block", dict(block_size=256, window_blocks=2), (1, 0, 256), True),
+    (1, 4, 2, 1000, 64, "sliding", dict(window=(-1, 0)), (-1, 0, 1), True),
+    (1, 4, 4, 1024, 64, "block", dict(block_size=256, window_blocks=4), (-1, 0, 256), True),
+    (1, 4, 4, 1000, 64, "sliding", dict(window=(100, 0)), (100, 0, 1), False),
+    (1, 2, 2, 130, 64, "block", dict(block_size=16, window_blocks=3), (2, 0, 16), False),
+]
+
+
+def _run_ws_shift_cases(dtypes):
+    import os
+
+    n = 0
+    for B, H, Hkv, L, d, kind, kwargs, band, bitwise in _WS_SHIFT_CASES:
+        for dt in dtypes:
+            q, k, v, dout = make_qkv(B, H, Hkv, L, d, dtype=DTYPES[dt], device="cuda", seed=L + d)
+            results = []
+            for shift in ("0", "1", "2"):
+                os.environ["FWA_LOCAL_WS_SHIFT"] = shift
+                results.append(check_case(kind, kwargs, band, q, k, v, dout, DTYPES[dt],
+                                          desc=f"{kind} {kwargs} L={L} d={d} {dt} shift {shift}"))
+            if bitwise:
+                for r in results[1:]:
+                    for name in ("out", "dq", "dk", "dv"):
+                        assert torch.equal(results[0][name], r[name]), (kind, kwargs, L, d, dt, name)
+            n += 1
+    os.environ.pop("FWA_LOCAL_WS_SHIFT", None)
+    return n
+
+
+@pytest.mark.cuda
+def test_ws_item_shift_in_subprocess():
+    """Every forced item shift (0, 1, 2) through the warp-specialised forward and query side (on
+    every grid, in a child process since those switches are read once per process): right against
+    float64, and bitwise the same outputs where the shift cannot change them (see above)."""
+    import os
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_local_attention as t\n"
+        "print('ok', t._run_ws_shift_cases(['fp16', 'bf16']))\n"
+    )
+    env = {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"}
+    out = run_in_child(code, env, "item shifts, warp-specialised kernels", timeout=300)
+    assert int(out.split()[-1]) == 2 * len(_WS_SHIFT_CASES), out
 
 
 # Backward problems for the PDL chain check: the small (single-wave) grids where the key and query

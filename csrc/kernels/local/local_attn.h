@@ -38,6 +38,10 @@ struct LocalFwdParams {
     // (b, h) slices and of the key-side kernel over the (b, hk) slices: 0, slice-major; G > 0,
     // tile-major, heaviest tile first, within groups of G slices (local_tile_group).
     int tile_group = 0, kv_tile_group = 0;
+    // The item shift of the warp-specialised query-side kernels (local_ws_items in local_band.h:
+    // item m holds the 64-query tiles from m kCons - ws_shift), set by their launchers for their own
+    // copy of the parameters (local_ws_item_shift_for); 0 elsewhere.
+    int ws_shift = 0;
 
     FWA_BAND_HD LocalBand band() const {
         LocalBand b;
@@ -105,6 +109,10 @@ bool local_bwd_q_use_ws(int64_t items, int sms);
 // 64-key tiles, each holding dk and dv: 2 at d = 128, 3 at d = 64); FWA_LOCAL_BWD_KV_WS=0 / 1.
 constexpr int local_bwd_kv_ws_consumers(int head_dim) { return head_dim == 128 ? 2 : 3; }
 bool local_bwd_kv_use_ws(int64_t items, int sms);
+// The item shift of a warp-specialised query-side kernel with `cons` consumers and steps of kT key
+// tiles over `band`: local_ws_item_shift (local_band.h), or FWA_LOCAL_WS_SHIFT=s (a digit; s mod
+// cons) for tests and A/B timing, read per call.
+int local_ws_item_shift_for(const LocalBand& band, int cons, int kT);
 // The default warpgroups per CTA (H100, session 10): 3 at d = 128 (168 registers and 80 KB of
 // shared memory per warpgroup: 3 per SM instead of 2 one-warpgroup CTAs; bf16 win(1024, 0)
 // 0.908 -> 0.853-0.862 ms, win(4096, 0) 6.17-6.23 -> 5.54-5.62 ms) when the grid still gives at

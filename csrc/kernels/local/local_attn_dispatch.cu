@@ -89,6 +89,12 @@ bool local_bwd_kv_use_ws(int64_t items, int sms) {
     return forced >= 0 ? forced == 1 : items >= sms;
 }
 
+int local_ws_item_shift_for(const LocalBand& band, int cons, int kT) {
+    const char* e = std::getenv("FWA_LOCAL_WS_SHIFT");
+    if (e != nullptr && e[0] >= '0' && e[0] <= '9' && e[1] == '\0') return (e[0] - '0') % cons;
+    return local_ws_item_shift(band, cons, kT);
+}
+
 int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes) {
     // Read per call (not cached like the switches above) so that a test can compare the orders in
     // one process.

@@ -108,6 +108,51 @@ struct RowInterval {
     FWA_BAND_HD bool contains(int x) const { return static_cast<unsigned>(x - lo) <= span; }
 };
 
+// Work items of the warp-specialised query-side kernels (the forward and the backward's query
+// side): `cons` consecutive 64-query tiles of one slice, item m holding tiles m cons - shift to
+// m cons - shift + cons - 1 (those in [0, tiles); 0 <= shift < cons), each walking the union of its
+// tiles' key ranges (contiguous, see above) kT key tiles per step. The consumers of an item share
+// its steps, so a step outside a consumer's own range leaves that consumer idle: the shift that
+// puts the item boundaries where the ranges change saves those steps. block256x16 (blocks of 4
+// tiles, L = 4096, 64 tiles): items 0-2, 3-5, ... straddle the blocks (788 steps per slice at
+// kT = 1), while shift 2 (tile 0 alone, then 1-3, 4-6, ...) needs 748; causal L = 2048 (32 tiles):
+// the partial item at the light end, 197 -> 187. Bands whose ranges move by one tile per tile (plain
+// sliding windows) cost the same at every shift up to the ends.
+FWA_BAND_HD int64_t local_ws_items(int64_t tiles, int cons, int shift) { return (tiles + shift + cons - 1) / cons; }
+
+// The steps of one slice's items at `shift` (host: local_ws_item_shift; tests).
+inline int64_t local_ws_item_steps(const LocalBand& b, int cons, int kT, int shift) {
+    const int64_t tiles = b.num_tiles(), items = local_ws_items(tiles, cons, shift);
+    int64_t steps = 0;
+    for (int64_t m = 0; m < items; ++m) {
+        const int64_t t0 = m * cons - shift, t1 = t0 + cons - 1;
+        const int64_t first = b.key_tile_first(t0 < 0 ? 0 : t0), last = b.key_tile_last(t1 < tiles ? t1 : tiles - 1);
+        steps += (last - first + kT) / kT;
+    }
+    return steps;
+}
+
+// The shift in [0, cons) with the fewest steps (the smallest on ties), where it saves at least 3 %
+// of shift 0's; else 0, the items of every band before session 55. (H200, session 55 run A, GPU
+// time with shift 0 / the fewest steps: block256x16, 5 % fewer, forward 68.3-68.5 -> 64.8-65.8 us,
+// fwd+bwd 269.3-270.3 -> 262.8-268.4; causal L2048, 5 % fewer, forward 182.9-186.3 -> 179.9-184.2.
+// win(1024,0), 0.6 % fewer, ran no faster. The floor keeps the items of such bands, where the few
+// steps saved sit at the sequence's ends, and so also the d = 64 forward's 128-key steps and their
+// rounding, as they were: win(512,0) L4096 saves 1.3 % at the query side, 2.4 % in the forward.)
+inline int local_ws_item_shift(const LocalBand& b, int cons, int kT) {
+    int best = 0;
+    const int64_t steps0 = local_ws_item_steps(b, cons, kT, 0);
+    int64_t best_steps = steps0;
+    for (int s = 1; s < cons; ++s) {
+        const int64_t steps = local_ws_item_steps(b, cons, kT, s);
+        if (steps < best_steps) {
+            best = s;
+            best_steps = steps;
+        }
+    }
+    return 100 * best_steps <= 97 * steps0 ? best : 0;
+}
+
 // Host-side normalisation of the op's arguments (L >= 1, block >= 1; any negative side is
 // unbounded). Keeps the allowed set identical; see the header comment.
 inline LocalBand normalize_local_band(int64_t L, int64_t left, int64_t right, int64_t block) {

@@ -3,8 +3,8 @@
 // path (local_bwd_kernels.cuh, 3.) with the copies moved to the bulk tensor copy engine (TMA) and
 // decoupled from the math, in the structure of the warp-specialised forward
 // (local_fwd_ws_kernel.cuh):
-//   - a work item is kCons consecutive 64-query tiles of one (b, h) slice, in local_query_block's
-//     order; the grid is persistent (one CTA per SM, one item per round, snake-order rounds);
+//   - a work item is kCons consecutive 64-query tiles of one (b, h) slice (shifted by p.ws_shift:
+//     local_fwd_ws_item, local_ws_items in local_band.h), in local_query_block's order; the grid is persistent (one CTA per SM, one item per round, snake-order rounds);
 //   - producer warpgroup (setmaxnreg down): warp 0's lane 0 copies each consumer's q and dout
 //     tiles (one buffer per consumer, refilled when that consumer has stored its dq) and each
 //     64-key step's k and v tiles into kStages stages (full / empty mbarriers); warps 1 .. kCons
@@ -40,7 +40,7 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
     static constexpr int kInfoOff = kBarOff + 8 * (2 * kStages + 2 * kCons + 4);
     // LocalBwdQWsInfo: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
     // first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN:
-    // rows >= L only) and the key range [full_lo, full_hi] every one of its rows allows; then per
+    // no rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows allows; then per
     // row of the item (kCons x 64) from kRows: RowInterval lo, span, then lse * log2(e) and D
     // (float bits), each kCons x 64 further.
     static constexpr int kRows = 8 + 4 * kCons;
@@ -78,10 +78,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
     const int tid = threadIdx.x;
     const int wg = __shfl_sync(0xffffffffu, tid / kNumThreads, 0);   // 0: producer, 1..kCons: consumers
     const int L = p.L, d = p.d;
-    const int n_m = (L + kTileM * kCons - 1) / (kTileM * kCons);
-    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
     const LocalBand band = p.band();
     const int n_sub = static_cast<int>(band.num_tiles());   // 64-row query tiles
+    const int n_m = (n_sub + p.ws_shift + kCons - 1) / kCons;   // local_ws_items (local_fwd_ws_item)
+    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
 
     if (tid == 0) ws_init_bars<kStages, kCons>(bar_full, 1, 32 * kCons);   // info: producer warps 1 .. kCons
     __syncthreads();
@@ -119,10 +119,11 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                     const uint32_t qf = bar_qfull + 8 * c;
                     mbar_arrive_expect_tx(qf, 2 * Smem::kTile);
                     const uint32_t sq = sQ0 + 2 * c * Smem::kTile;
+                    const int row0 = max(w.sub0 + c, 0) * kTileM;   // (a tile < 0, of a shifted item: any rows)
 #pragma unroll
                     for (int pn = 0; pn < kPanels; ++pn) {
-                        tma_load_4d(sq + pn * kTileM * 128, &P.m.tq, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
-                        tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.m.tdo, 64 * pn, (w.sub0 + c) * kTileM, w.h, w.b, qf);
+                        tma_load_4d(sq + pn * kTileM * 128, &P.m.tq, 64 * pn, row0, w.h, w.b, qf);
+                        tma_load_4d(sq + Smem::kTile + pn * kTileM * 128, &P.m.tdo, 64 * pn, row0, w.h, w.b, qf);
                     }
                 }
                 for (int it = first; it < w.n_steps; ++it) issue_step(w, it);
@@ -158,7 +159,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
             }
             const int sub = w.sub0 + c;
             if (lane == 0) {
-                const bool rows = sub < n_sub;
+                const bool rows = sub >= 0 && sub < n_sub;
                 info[8 + 4 * c] = rows ? static_cast<int>(band.key_tile_first(sub)) : INT_MAX;
                 info[9 + 4 * c] = rows ? static_cast<int>(band.key_tile_last(sub)) : INT_MIN;
                 info[10 + 4 * c] = static_cast<int>(band.key_lo(band.tile_last_row(sub)));
@@ -171,8 +172,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 const int row = sub * kTileM + r;
                 RowInterval iv;
                 iv.set(band.key_lo(row), band.key_hi(row), L);
-                float lse2 = 0.f, dsum = 0.f;   // rows >= L: any finite value (q, dout rows are zero)
-                if (row < L) {
+                float lse2 = 0.f, dsum = 0.f;   // rows >= L or < 0: any finite value (never computed on)
+                if (row >= 0 && row < L) {
                     lse2 = p.lse[row_base + row] * kLog2e;
                     const long long sp = static_cast<long long>(p.d_acc[row_base + row]);
                     dsum = p.d_bad[row_base + row] != 0 ? __int_as_float(0x7fffffff)
@@ -195,7 +196,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
     const int g = lane >> 2, t4 = lane & 3;
     const float sl = p.scale * kLog2e;
     const uint32_t sQ = sQ0 + 2 * c * Smem::kTile, sO = sQ + Smem::kTile;
-    int gstep = 0;
+    // The consumer's next step's stage, counted (3 stages at d = 128: a division by 3 before
+    // session 55, as in the forward before session 53).
+    WsStageCursor<kStages> cur;
     for (int ti = 0;; ++ti) {
         const int ib = ti & 1;
         const volatile int* const info = info0 + Smem::kInfoInts * ib;
@@ -227,10 +230,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         uint32_t a[kTileN / 16][4];   // dS of the deferred step (kDeferDq), packed
         WsDeferredProduct deferred;
         auto issue_pending = [&](int pst) { wg_pb_issue<Element, kHeadDim>(dq, a, sK0 + 2 * pst * Smem::kTile); };
-        for (int it = 0; it < n_steps; ++it, ++gstep) {
-            const int st = gstep % kStages;
+        for (int it = 0; it < n_steps; ++it, cur.next()) {
+            const int st = cur.st;
             const uint32_t kst = sK0 + 2 * st * Smem::kTile, vst = kst + Smem::kTile;
-            mbar_wait(bar_full + 8 * st, (gstep / kStages) & 1);
+            mbar_wait(bar_full + 8 * st, cur.parity);
             const int kt = kt_first + it;
             // kPend: a deferred dq product is in flight (compile-time, so that every path that
             // issued it also waits for it before its registers are touched: C7513 / C7514)
@@ -294,15 +297,16 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
 // then runs local_attn_bwd_q_kernel).
 template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
-    const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
-    const int64_t grid = n_m * p.H * p.B;
+    LocalBwdParams pq = p;
+    pq.ws_shift = local_ws_item_shift_for(p.band(), kCons, 1);   // (the forward's items, 64-key steps)
+    const int64_t grid = local_ws_items(p.band().num_tiles(), kCons, pq.ws_shift) * p.H * p.B;
     constexpr bool kDefer = local_bwd_q_ws_defer_dq<kHeadDim>();
     // One stage of k / v more than before session 54 (3 / 2): H200, session 54 runs D and E, bf16
     // kernel time at win(1024,0) d = 128 736 -> 719 us (ptxas: 36 bytes of spill instead of 72),
     // block256x16 d = 64 77.5-78.3 -> 74.7-76.6; fwd+bwd GPU time 0.2-0.5 % lower (within noise).
     constexpr int kStages = kDefer ? 4 : 3;
     return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>, Element, kCons>(
-        p, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
+        pq, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
 }
 
 }  // namespace fwa

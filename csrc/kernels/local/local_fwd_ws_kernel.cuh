@@ -2,8 +2,9 @@
 // 128: the same band walk, masking, online softmax, products and outputs as
 // local_fwd_wgmma_kernel.cuh (its 128-key steps at d = 64, its 64-key steps at d = 128), with the
 // copies moved to the bulk tensor copy engine (TMA) and decoupled from the math.
-// A work item is kCons consecutive 64-query tiles of one (b, h) slice, in the order of the other
-// kernels' CTAs (local_query_block: heaviest first where the band is causal-like); the grid is
+// A work item is kCons consecutive 64-query tiles of one (b, h) slice (from tile m kCons - shift,
+// the shift that saves the most idle consumer steps: local_ws_items in local_band.h), in the order
+// of the other kernels' CTAs (local_query_block: heaviest first where the band is causal-like); the grid is
 // persistent (one CTA per SM, taking one item per round of gridDim.x items, in snake order):
 //   - producer warpgroup (setmaxnreg down): its first warp writes each item's values (tile ranges,
 //     each row's allowed key interval: LocalFwdWsInfo below) into shared memory, and its lane 0
@@ -82,8 +83,8 @@ template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
 // LocalFwdWsInfo: an item's values, written by the producer warp into shared memory (per q buffer) for the
 // consumers, which so keep no band arithmetic (64-bit) nor loop-invariant item state in registers
 // across their steps: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
-// first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN: rows
-// >= L only) and the key range [full_lo, full_hi] every one of its rows allows; then each of the
+// first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN: no
+// rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows allows; then each of the
 // kCons x 64 rows' RowInterval, lo at 8 + 4 kCons + row and span kCons x 64 further.
 //
 // Each step's P v deferred to the consumer's next computed step (the kernel's kDeferPv) at d = 128
@@ -100,7 +101,9 @@ template <int kHeadDim> constexpr bool local_fwd_ws_defer_pv() { return kHeadDim
 constexpr int kLocalFwdWsProducerRegs = 32;
 template <int kCons> constexpr int local_fwd_ws_consumer_regs() { return kCons == 2 ? 232 : 160; }
 
-// A work item: kCons consecutive 64-query tiles of one (b, h) slice, in local_query_block's order.
+// A work item: kCons consecutive 64-query tiles of one (b, h) slice, in local_query_block's order,
+// from tile sub0 = m_block kCons - p.ws_shift (local_ws_items, local_band.h; a consumer whose tile is
+// < 0, like one past the last tile, has no rows and computes no step).
 struct LocalFwdWsItem {
     int m_block, h, hk, b, sub0, kt_first, kt_last, n_steps;
 };
@@ -112,8 +115,8 @@ FWA_DEVICE LocalFwdWsItem local_fwd_ws_item(const LocalFwdParams& p, const Local
     w.h = qb.h;
     w.hk = qb.hk;
     w.b = static_cast<int>(qb.b);
-    w.sub0 = qb.m_block * kCons;
-    w.kt_first = static_cast<int>(band.key_tile_first(w.sub0));
+    w.sub0 = qb.m_block * kCons - p.ws_shift;
+    w.kt_first = static_cast<int>(band.key_tile_first(max(w.sub0, 0)));
     w.kt_last = static_cast<int>(band.key_tile_last(min(w.sub0 + kCons - 1, n_sub - 1)));
     w.n_steps = (w.kt_last - w.kt_first + kT) / kT;   // steps of kT key tiles over the item's
     return w;
@@ -147,10 +150,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     const int tid = threadIdx.x;
     const int wg = __shfl_sync(0xffffffffu, tid / kNumThreads, 0);   // 0: producer, 1..kCons: consumers
     const int L = p.L, d = p.d;
-    const int n_m = (L + kTileM * kCons - 1) / (kTileM * kCons);
-    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
     const LocalBand band = p.band();
     const int n_sub = static_cast<int>(band.num_tiles());   // 64-row query tiles
+    const int n_m = (n_sub + p.ws_shift + kCons - 1) / kCons;   // local_ws_items
+    const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
 
     if (tid == 0) {
         for (int s = 0; s < kStages; ++s) {
@@ -198,7 +201,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 }
                 if (lane < kCons) {
                     const int sub = w.sub0 + lane;
-                    const bool rows = sub < n_sub;
+                    const bool rows = sub >= 0 && sub < n_sub;
                     info[8 + 4 * lane] = rows ? static_cast<int>(band.key_tile_first(sub)) : INT_MAX;
                     info[9 + 4 * lane] = rows ? static_cast<int>(band.key_tile_last(sub)) : INT_MIN;
                     info[10 + 4 * lane] = static_cast<int>(band.key_lo(band.tile_last_row(sub)));
@@ -217,7 +220,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
 #pragma unroll
                         for (int pn = 0; pn < kPanels; ++pn)
                             tma_load_4d(sQ0 + (qb * kCons + c) * Smem::kQTile + pn * kTileM * 128, &P.tq, 64 * pn,
-                                        (w.sub0 + c) * kTileM, w.h, w.b, bar_qfull + 8 * qb);
+                                        max(w.sub0 + c, 0) * kTileM, w.h, w.b, bar_qfull + 8 * qb);   // (a tile < 0: any rows)
                 } else {
                     mbar_arrive(bar_qfull + 8 * qb);
                 }
@@ -367,8 +370,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             const int lrow = warp * 16 + g + 8 * r;
             const int row = row0 + lrow;
             const float l = quad_sum(row_sum[r]);
-            const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
-            if (row < L && t4 == 0)
+            const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for rows >= L or < 0
+            if (row >= 0 && row < L && t4 == 0)
                 p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
 #pragma unroll
             for (int i = 0; i < kDT; ++i)
@@ -390,14 +393,16 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
 // the wgmma kernel).
 template <typename Element, int kHeadDim, int kCons>
 cudaError_t launch_local_fwd_ws(const LocalFwdParams& p, cudaStream_t stream) {
-    const int64_t n_m = (int64_t(p.L) + kTileM * kCons - 1) / (kTileM * kCons);
-    const int64_t grid = n_m * p.H * p.B;
+    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
+    const LocalBand band = p.band();
+    const int shift = local_ws_item_shift_for(band, kCons, kKeys / kTileN);
+    const int64_t grid = local_ws_items(band.num_tiles(), kCons, shift) * p.H * p.B;
     if (grid == 0) return cudaSuccess;
     if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     LocalFwdWsParams wp;
     wp.p = p;
+    wp.p.ws_shift = shift;
     constexpr bool bf16 = std::is_same<Element, __nv_bfloat16>::value;
-    constexpr int kKeys = local_fwd_ws_keys<kHeadDim>();
     if (!make_tma_map_bhld(&wp.tq, p.q.ptr, bf16, p.B, p.H, p.L, p.d, p.q.batch_stride, p.q.head_stride, p.q.row_stride, kTileM) ||
         !make_tma_map_bhld(&wp.tk, p.k.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.k.batch_stride, p.k.head_stride, p.k.row_stride, kKeys) ||
         !make_tma_map_bhld(&wp.tv, p.v.ptr, bf16, p.B, p.Hkv, p.L, p.d, p.v.batch_stride, p.v.head_stride, p.v.row_stride, kKeys))

@@ -133,8 +133,8 @@ FWA_DEVICE void ws_stage_row(unsigned char* tile, const float (&acc)[kDT][4], in
 }
 
 // The staged tile's rows (after the warpgroup's barrier) to global rows row0 ... row0 + 63 of out,
-// 16-byte chunks (rows >= L and columns >= d are not stored); wtid: the thread within the
-// warpgroup.
+// 16-byte chunks (rows outside [0, L) and columns >= d are not stored: row0 < 0 is the tile before
+// the first of an item shifted by local_ws_items); wtid: the thread within the warpgroup.
 template <typename Element, int kHeadDim>
 FWA_DEVICE void ws_store_rows(const unsigned char* tile, Element* out, int64_t row_stride, int row0, int L, int d, int wtid) {
     constexpr int kDT = kHeadDim / 8;
@@ -143,7 +143,7 @@ FWA_DEVICE void ws_store_rows(const unsigned char* tile, Element* out, int64_t r
         const int ci = wtid + i * kNumThreads;
         const int lrow = ci / kDT, j = ci % kDT;
         const int row = row0 + lrow;
-        if (row < L && j * 8 < d)
+        if (static_cast<unsigned>(row) < static_cast<unsigned>(L) && j * 8 < d)
             *reinterpret_cast<uint4*>(out + int64_t(row) * row_stride + j * 8) =
                 *reinterpret_cast<const uint4*>(tile + (j / 8) * (kTileM * 128) + lrow * 128 + (((j % 8) ^ (lrow & 7)) << 4));
     }
