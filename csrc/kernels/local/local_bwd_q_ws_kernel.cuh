@@ -4,7 +4,8 @@
 // decoupled from the math, in the structure of the warp-specialised forward
 // (local_fwd_ws_kernel.cuh):
 //   - a work item is kCons consecutive 64-query tiles of one (b, h) slice (shifted by p.ws_shift:
-//     local_fwd_ws_item, local_ws_items in local_band.h), in local_query_block's order; the grid is persistent (one CTA per SM, one item per round, snake-order rounds);
+//     local_fwd_ws_item, local_ws_items in local_band.h), in local_query_block's order; the grid
+//     is persistent (one CTA per SM, one item per round, snake-order rounds);
 //   - producer warpgroup (setmaxnreg down): warp 0's lane 0 copies each consumer's q and dout
 //     tiles (one buffer per consumer, refilled when that consumer has stored its dq) and each
 //     64-key step's k and v tiles into kStages stages (full / empty mbarriers); warps 1 .. kCons
@@ -40,9 +41,9 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
     static constexpr int kInfoOff = kBarOff + 8 * (2 * kStages + 2 * kCons + 4);
     // LocalBwdQWsInfo: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
     // first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN:
-    // no rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows allows; then per
-    // row of the item (kCons x 64) from kRows: RowInterval lo, span, then lse * log2(e) and D
-    // (float bits), each kCons x 64 further.
+    // no rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows
+    // allows; then per row of the item (kCons x 64) from kRows: RowInterval lo, span, then
+    // lse * log2(e) and D (float bits), each kCons x 64 further.
     static constexpr int kRows = 8 + 4 * kCons;
     static constexpr int kInfoInts = kRows + 4 * kCons * kTileM;
     static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack

@@ -4,8 +4,9 @@
 // copies moved to the bulk tensor copy engine (TMA) and decoupled from the math.
 // A work item is kCons consecutive 64-query tiles of one (b, h) slice (from tile m kCons - shift,
 // the shift that saves the most idle consumer steps: local_ws_items in local_band.h), in the order
-// of the other kernels' CTAs (local_query_block: heaviest first where the band is causal-like); the grid is
-// persistent (one CTA per SM, taking one item per round of gridDim.x items, in snake order):
+// of the other kernels' CTAs (local_query_block: heaviest first where the band is causal-like);
+// the grid is persistent (one CTA per SM, taking one item per round of gridDim.x items, in snake
+// order):
 //   - producer warpgroup (setmaxnreg down): its first warp writes each item's values (tile ranges,
 //     each row's allowed key interval: LocalFwdWsInfo below) into shared memory, and its lane 0
 //     copies the item's q tiles (double-buffered across items) and each step's k and v (boxes of
@@ -84,8 +85,8 @@ template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
 // consumers, which so keep no band arithmetic (64-bit) nor loop-invariant item state in registers
 // across their steps: ints [0] kt_first, [1] n_steps (-1: no more items), [2] h, [3] b, [4] the
 // first query tile; per consumer c at 8 + 4 c: its first and last key tile (INT_MAX / INT_MIN: no
-// rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows allows; then each of the
-// kCons x 64 rows' RowInterval, lo at 8 + 4 kCons + row and span kCons x 64 further.
+// rows < L, or a tile < 0) and the key range [full_lo, full_hi] every one of its rows allows; then
+// each of the kCons x 64 rows' RowInterval, lo at 8 + 4 kCons + row and span kCons x 64 further.
 //
 // Each step's P v deferred to the consumer's next computed step (the kernel's kDeferPv) at d = 128
 // only. H100, bf16, forward kernel time (session 39 run B, 2 rounds, bitwise-equal outputs):
