@@ -206,8 +206,9 @@ def test_local_ws_item_shift(tmp_path):
              for (left, right) in ((-1, 0), (0, 0), (2, 0), (1, 1), (-1, -1), (3, 70), (100, 0))
              for block in (1, 16, 64, 100, 256)
              for (cons, kT) in ((3, 1), (3, 2), (2, 1))]
-    # three bands the benchmark runs (block256x16 B1 H12 L4096 d64; causal B8 H16 L2048 d64), whose
-    # step counts per slice at kT = 1 / 2 are known (checked against an independent script too)
+    # bands the benchmark runs (block256x16 B1 H12 L4096 d64, causal B8 H16 L2048 d64, win(1024,0)
+    # L16384) and tools/local_bitwise.py's win(512,0) L4096 d64, whose step counts per slice at
+    # kT = 1 / 2 are known (checked against an independent script too)
     known = {(4096, 15, 0, 256, 3, 1): (2, [788, 768, 748]), (4096, 15, 0, 256, 3, 2): (2, [394, 384, 374]),
              (2048, -1, 0, 1, 3, 1): (1, [197, 187, 208]), (2048, -1, 0, 1, 3, 2): (1, [101, 96, 107]),
              # win(1024,0) L16384: shift 2 saves 0.6 %, under the 3 % floor; win(512,0) L4096 2.4 %
