@@ -34,6 +34,7 @@ def _load_library() -> None:
         "window_attention_dropout_bwd",
         "dropout_keep_mask",
         "local_attention_fwd",
+        "local_attention_fwd_res",
         "local_attention_bwd",
     ):
         if not hasattr(ns, name):

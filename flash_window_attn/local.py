@@ -5,8 +5,14 @@ The two ops are declared in C++ (``csrc/ops/local_attention.cpp``) with a CPU im
 (``local_attention_cpu.cpp``) and, in CUDA builds, CUDA kernels:
 
     local_attention_fwd(q, k, v, int left, int right, int block, float scale) -> (out, lse)
-    local_attention_bwd(dout, q, k, v, out, lse, int left, int right, int block, float scale)
-        -> (dq, dk, dv)
+    local_attention_fwd_res(q, k, v, int left, int right, int block, float scale) -> (out, lse, out_lo)
+    local_attention_bwd(dout, q, k, v, out, lse, int left, int right, int block, float scale,
+                        out_lo=None) -> (dq, dk, dv)
+
+``local_attention_fwd_res`` is the forward that autograd records: out and lse as the plain forward,
+and for fp16 / bf16 on CUDA out_lo, the fp32 output minus out rounded to bfloat16 (elsewhere an
+empty tensor). Given to the backward, it lets the warp-specialised CUDA backward take
+D = rowsum(dout * (out + out_lo)) instead of summing P dP on its key side (docs/local_attention.md).
 
 With bi = i // block and bj = j // block, query i attends key j iff
 ``(left < 0 or bi - bj <= left) and (right < 0 or bj - bi <= right)``. The public functions below
@@ -42,17 +48,26 @@ def _local_attention_fwd_fake(q, k, v, left, right, block, scale):
     return out, lse
 
 
+@torch.library.register_fake("flash_window_attn::local_attention_fwd_res")
+def _local_attention_fwd_res_fake(q, k, v, left, right, block, scale):
+    # out_lo: (B, H, L, d) bfloat16 for fp16 / bf16 on CUDA, else (0,) (make_local_out_lo in C++)
+    out, lse = _local_attention_fwd_fake(q, k, v, left, right, block, scale)
+    lo_shape = tuple(q.shape) if q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16) else (0,)
+    out_lo = q.new_empty(lo_shape, dtype=torch.bfloat16)
+    return out, lse, out_lo
+
+
 @torch.library.register_fake("flash_window_attn::local_attention_bwd")
-def _local_attention_bwd_fake(dout, q, k, v, out, lse, left, right, block, scale):
+def _local_attention_bwd_fake(dout, q, k, v, out, lse, left, right, block, scale, out_lo=None):
     dq = q.new_empty(q.shape)
     dk = k.new_empty(k.shape)
     dv = v.new_empty(v.shape)
     return dq, dk, dv
 
 
-# Autograd: registered in C++ (csrc/ops/local_attention_autograd.cpp; the backward of
-# local_attention_fwd is local_attention_bwd). A Python registration cost ~150 us of host time per
-# forward + backward.
+# Autograd: registered in C++ (csrc/ops/local_attention_autograd.cpp; under autograd,
+# local_attention_fwd runs local_attention_fwd_res, whose out_lo the backward, local_attention_bwd,
+# takes). A Python registration cost ~150 us of host time per forward + backward.
 
 
 # ---------------------------------------------------------------------------------------------

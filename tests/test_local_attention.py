@@ -24,6 +24,7 @@ from flash_window_attn.testing import all_pairs, compare_to_reference, normalize
 from _child_process import run_in_child
 
 fwd_op = torch.ops.flash_window_attn.local_attention_fwd.default
+fwd_res_op = torch.ops.flash_window_attn.local_attention_fwd_res.default
 bwd_op = torch.ops.flash_window_attn.local_attention_bwd.default
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
@@ -237,11 +238,13 @@ def test_cuda_scale_sign(dtype_name, d, scale):
                                  {"FWA_LOCAL_FWD_WS": "0"}, {"FWA_LOCAL_BWD_Q_WS": "1"}, {"FWA_LOCAL_BWD_Q_WS": "0"},
                                  {"FWA_LOCAL_BWD_KV_WS": "1"}, {"FWA_LOCAL_BWD_KV_WS": "0"},
                                  {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_WS_SHIFT": "1"},
-                                 {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_WS_SHIFT": "2"}],
+                                 {"FWA_LOCAL_FWD_WS": "1", "FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_WS_SHIFT": "2"},
+                                 {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"},
+                                 {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1", "FWA_LOCAL_BWD_RESIDUAL": "0"}],
                          ids=["mma_sync", "wgmma_fwd_only", "wgmma_fwd_2_warpgroups", "wgmma_fwd_3_warpgroups",
                               "wgmma_fwd_64_key_steps", "ws_fwd_every_grid", "ws_fwd_never", "ws_bwd_q_every_grid",
                               "ws_bwd_q_never", "ws_bwd_kv_every_grid", "ws_bwd_kv_never", "ws_shift_1_every_grid",
-                              "ws_shift_2_every_grid"])
+                              "ws_shift_2_every_grid", "ws_bwd_residual_d_every_grid", "ws_bwd_exact_d_every_grid"])
 def test_grid_cuda_other_kernels_in_subprocess(env):
     """On an sm_90a build and a compute capability 9.0 GPU the fp16 / bf16 kernels at d > 32 run on
     wgmma (test_grid_cuda checks them at one warpgroup per CTA: the forward takes 3 at d = 128 only
@@ -255,7 +258,9 @@ def test_grid_cuda_other_kernels_in_subprocess(env):
     =0 never; FWA_LOCAL_BWD_Q_WS=1 / 0 and FWA_LOCAL_BWD_KV_WS=1 / 0 the same for the backward's
     warp-specialised query side and key side; FWA_LOCAL_WS_SHIFT=1 / 2 the warp-specialised
     forward and query side on every grid with their items shifted by 1 / 2 query tiles (a first
-    item holding tiles < 0, even at L = 1).
+    item holding tiles < 0, even at L = 1); both warp-specialised backward kernels on every grid,
+    which is where the residual-D backward runs (D = dout · (out + out_lo) from the forward's
+    residual, no exact-D sums), and the same with FWA_LOCAL_BWD_RESIDUAL=0 (the exact-D sums).
     The fp16 / bf16 grid at d 64 and 128 must pass through those too: a child process, since the
     switches are read once per process."""
     import os
@@ -652,6 +657,19 @@ def test_opcheck(device, name, shape, band, layout):
     torch.library.opcheck(fwd_op, (qd, kd, vd, *band, 0.3))
     out, lse = fwd_op(qd, kd, vd, *band, 0.3)
     torch.library.opcheck(bwd_op, (dout, qd, kd, vd, out, lse, *band, 0.3))
+    torch.library.opcheck(fwd_res_op, (qd, kd, vd, *band, 0.3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+def test_opcheck_fwd_res_and_bwd_out_lo_16bit(device, dt):
+    """local_attention_fwd_res and local_attention_bwd with its out_lo (a real (B, H, L, d) bfloat16
+    residual on CUDA, an empty tensor on CPU) in 16 bits."""
+    q, k, v, dout = make_qkv(1, 4, 2, 100, 64, dtype=DTYPES[dt], device=device, seed=81, requires_grad=False)
+    band = (20, 0, 1)
+    torch.library.opcheck(fwd_res_op, (q, k, v, *band, 0.125))
+    out, lse, out_lo = fwd_res_op(q, k, v, *band, 0.125)
+    torch.library.opcheck(bwd_op, (dout, q, k, v, out, lse, *band, 0.125), {"out_lo": out_lo})
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -668,6 +686,16 @@ def test_fake_kernels_match_real(device):
             fake += list(bwd_op(fd, fq, fk, fv, fake[0], fake[1], *band, 0.3))
         for r, f in zip(real, fake):
             assert (r.shape, r.dtype, r.stride(), r.device) == (f.shape, f.dtype, f.stride(), f.device), name
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        q, k, v, dout = make_qkv(1, 4, 2, 70, 32, dtype=dt, device=device, seed=5, requires_grad=False)
+        real = list(fwd_res_op(q, k, v, 3, 0, 1, 0.3))
+        real += list(bwd_op(dout, q, k, v, real[0], real[1], 3, 0, 1, 0.3, out_lo=real[2]))
+        with FakeTensorMode() as mode:
+            fq, fk, fv, fd = (mode.from_tensor(t) for t in (q, k, v, dout))
+            fake = list(fwd_res_op(fq, fk, fv, 3, 0, 1, 0.3))
+            fake += list(bwd_op(fd, fq, fk, fv, fake[0], fake[1], 3, 0, 1, 0.3, out_lo=fake[2]))
+        for r, f in zip(real, fake):
+            assert (r.shape, r.dtype, r.stride(), r.device) == (f.shape, f.dtype, f.stride(), f.device), dt
 
 
 def local_block(x, Wqkv, H, Hkv, d):
@@ -889,6 +917,29 @@ def test_bad_bwd_arguments(name, over, exc, frags):
         assert f in str(info.value), (f, str(info.value))
 
 
+BAD_OUT_LO = [
+    ("shape", _t(1, 4, 9, 16, dtype=torch.bfloat16), ValueError, ["out_lo must be None, empty, or have q's shape",
+                                                                   "[1, 4, 9, 16]"]),
+    ("dtype", _t(1, 4, 10, 16), TypeError, ["out_lo must have dtype bfloat16", "Float"]),
+    ("strides", _t(1, 4, 16, 10, dtype=torch.bfloat16).transpose(2, 3), ValueError, ["out_lo must be contiguous"]),
+]
+
+
+@pytest.mark.parametrize("name,out_lo,exc,frags", BAD_OUT_LO, ids=[b[0] for b in BAD_OUT_LO])
+def test_bad_bwd_out_lo(name, out_lo, exc, frags):
+    """The backward's optional out_lo: None or an empty tensor mean none; anything else must be what
+    local_attention_fwd_res returns (q's shape, bfloat16, contiguous), on every device."""
+    with pytest.raises(exc) as info:
+        bwd_op(*_bwd_args(), out_lo=out_lo)
+    for f in frags:
+        assert f in str(info.value), (f, str(info.value))
+    args = _bwd_args()
+    ref = bwd_op(*args)
+    for none in (None, torch.empty(0, dtype=torch.bfloat16)):
+        for a, b in zip(bwd_op(*args, out_lo=none), ref):
+            assert torch.equal(a, b)
+
+
 @pytest.mark.cuda
 def test_bad_devices():
     qc = Q.cuda()
@@ -901,3 +952,89 @@ def test_bad_devices():
         bwd_op(torch.randn_like(out), qc, K.cuda(), V.cuda(), out, lse.cpu(), 2, 0, 1, 0.25)
     with pytest.raises(ValueError, match="dout is on device cpu"):
         bwd_op(torch.randn_like(out).cpu(), qc, K.cuda(), V.cuda(), out, lse, 2, 0, 1, 0.25)
+
+
+# ------------------------------------------------------------------------------------------------
+# The forward that autograd records (local_attention_fwd_res) and the residual-D backward
+# ------------------------------------------------------------------------------------------------
+
+# (B, H, Hkv, L, d, kind, kwargs, band): on an H100 / H200 the first two run the warp-specialised
+# forward and both warp-specialised backward kernels (their grids fill the GPU), so the residual-D
+# backward; the others the one-warpgroup wgmma forward (d = 64) and the mma.sync one (d = 32).
+_RES_CASES = [
+    (1, 12, 12, 4096, 64, "block", dict(block_size=256, window_blocks=16), (15, 0, 256)),
+    (1, 8, 4, 8192, 128, "sliding", dict(window=(1024, 0)), (1024, 0, 1)),
+    (2, 4, 2, 300, 64, "sliding", dict(window=(50, 20)), (50, 20, 1)),
+    (1, 4, 4, 200, 32, "block", dict(block_size=30, window_blocks=2), (1, 0, 30)),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fwd_res_cpu_and_fp32(device):
+    """out and lse of local_attention_fwd_res are bitwise the plain forward's; out_lo is an empty
+    (0,) bfloat16 tensor where it does not apply (CPU, float32)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA GPU not available")
+    dts = [torch.float32] if device == "cuda" else [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+    for dt in dts:
+        q, k, v, _ = make_qkv(1, 4, 2, 70, 32, dtype=dt, device=device, seed=61, requires_grad=False)
+        out, lse, out_lo = fwd_res_op(q, k, v, 5, 2, 1, 0.3)
+        out0, lse0 = fwd_op(q, k, v, 5, 2, 1, 0.3)
+        assert torch.equal(out, out0) and torch.equal(lse, lse0)
+        assert out_lo.shape == (0,) and out_lo.dtype == torch.bfloat16 and out_lo.device == q.device
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+def test_fwd_res_residual_cuda(dt):
+    """On CUDA in 16 bits out_lo is the residual of out's rounding: out and lse bitwise the plain
+    forward's, |out_lo| at most half a unit in out's last place, not all zero, and out + out_lo
+    nearer the float64 result than out on average."""
+    dtype = DTYPES[dt]
+    mant = 8 if dtype == torch.bfloat16 else 11   # out's significand bits
+    for i, (B, H, Hkv, L, d, kind, kwargs, band) in enumerate(_RES_CASES):
+        q, k, v, _ = make_qkv(B, H, Hkv, L, d, dtype=dtype, device="cuda", seed=70 + i, requires_grad=False)
+        out, lse, out_lo = fwd_res_op(q, k, v, *band, d ** -0.5)
+        out0, lse0 = fwd_op(q, k, v, *band, d ** -0.5)
+        assert torch.equal(out, out0) and torch.equal(lse, lse0), (kind, kwargs)
+        assert out_lo.shape == out.shape and out_lo.dtype == torch.bfloat16 and out_lo.is_contiguous()
+        o, lo = out.double(), out_lo.double()
+        half_ulp = torch.exp2(torch.floor(torch.log2(o.abs().clamp_min(2.0 ** -14))) - mant)
+        assert (lo.abs() <= half_ulp * (1 + 2 ** -7)).all(), (kind, kwargs, (lo.abs() / half_ulp).max().item())
+        assert (lo != 0).double().mean().item() > 0.5, (kind, kwargs)
+        ref = local_attention_reference(q.double(), k.double(), v.double(), *band, d ** -0.5)
+        err_out = (o - ref).abs().mean().item()   # (mean: the rounding adds to every element)
+        err_res = (o + lo - ref).abs().mean().item()
+        assert err_res < err_out, (kind, kwargs, err_res, err_out)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+def test_residual_d_backward_cuda(dt):
+    """The backward through autograd (which gives it the forward's out_lo) and with
+    FWA_LOCAL_BWD_RESIDUAL=0 (the exact-D sums; read per call): both right against float64 and
+    deterministic. Where the residual-D form runs (a compute capability 9.0 GPU, the first two cases)
+    dq differs from the exact-D form's; the op called without out_lo gives the exact-D form's bits."""
+    import os
+
+    dtype = DTYPES[dt]
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
+    for i, (B, H, Hkv, L, d, kind, kwargs, band) in enumerate(_RES_CASES):
+        q, k, v, dout = make_qkv(B, H, Hkv, L, d, dtype=dtype, device="cuda", seed=90 + i)
+        res = check_case(kind, kwargs, band, q, k, v, dout, dtype, desc=f"residual D {kind} {kwargs} {dt}")
+        again = _grads(call_public(kind, q, k, v, kwargs), (q, k, v), dout)
+        os.environ["FWA_LOCAL_BWD_RESIDUAL"] = "0"
+        try:
+            exact = check_case(kind, kwargs, band, q, k, v, dout, dtype, desc=f"exact D {kind} {kwargs} {dt}")
+        finally:
+            os.environ.pop("FWA_LOCAL_BWD_RESIDUAL")
+        for name in ("dq", "dk", "dv"):
+            assert torch.equal(res[name], again[name]), (kind, name)
+        assert torch.equal(res["out"], exact["out"]) and torch.equal(res["dv"], exact["dv"])
+        if sm90 and i < 2:
+            assert not torch.equal(res["dq"], exact["dq"]), "the residual-D backward did not run"
+        qd, kd, vd = (t.detach() for t in (q, k, v))
+        out, lse = fwd_op(qd, kd, vd, *band, d ** -0.5)
+        direct = bwd_op(dout, qd, kd, vd, out, lse, *band, d ** -0.5)
+        for name, x in zip(("dq", "dk", "dv"), direct):
+            assert torch.equal(x, exact[name]), (kind, name)

@@ -334,17 +334,53 @@ def test_cuda_many_ctas_many_batches(dt):
         _check_banded(problem, rows_per_chunk=L)
 
 
+_CLUSTERED_CASES = [(1024, 64, (64, 64, 1), 4), (512, 32, (-1, -1, 1), 4), (1024, 64, (-1, 0, 1), 2),
+                    (1024, 128, (2, 0, 128), 2)]
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("dt", ["fp16", "bf16"])
-@pytest.mark.parametrize("L,d,band,Hkv", [(1024, 64, (64, 64, 1), 4), (512, 32, (-1, -1, 1), 4),
-                                          (1024, 64, (-1, 0, 1), 2), (1024, 128, (2, 0, 128), 2)])
+@pytest.mark.parametrize("L,d,band,Hkv", _CLUSTERED_CASES)
 def test_cuda_clustered_values(dt, L, d, band, Hkv):
     """q, k around a direction shared per kv head (spread 0.3) and v close to its mean (spread 0.2),
     as in the random suite's clustered problems: dP_ij - D_i cancels heavily, so the query side's D
     must be exact. With D = rowsum(dout * out) from the 16-bit output (FlashAttention's choice) dq
     missed the rule on such inputs on the H100 (bf16: 0.8-1.0e-2 against bounds of 5.3-7.3e-3);
-    the kernels now sum D = sum P dP / sum P in fixed point."""
+    the kernels now sum D = sum P dP in fixed point, or (the residual-D backward, where both
+    backward kernels are warp-specialised: see test_cuda_clustered_values_residual_d_in_subprocess)
+    take D = rowsum(dout * (out + out_lo)) with the forward's residual out_lo."""
+    _run_clustered_case(dt, L, d, band, Hkv)
+
+
+def _run_clustered_case(dt, L, d, band, Hkv):
     problem = make_local_problem(2, 4, Hkv, L, d, dtype=FP[dt], device="cuda", band=band, seed=5)
     _cluster_local_values_(problem.q, problem.k, problem.v, torch.Generator().manual_seed(0), 1.0, 0.3, 0.2)
     ok, lines = check_local_problem(problem)
     assert ok, "\n".join(lines)
+
+
+@pytest.mark.cuda
+def test_cuda_clustered_values_residual_d_in_subprocess():
+    """The clustered problems above with both warp-specialised backward kernels on every grid (a
+    child process: those switches are read once per process), so through the residual-D backward
+    on an sm_90a build and GPU (at d = 32 the plain kernels, exact D, run regardless)."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _child_process import run_in_child
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_local_extremes as t\n"
+        "n = 0\n"
+        "for dt in ('fp16', 'bf16'):\n"
+        "    for case in t._CLUSTERED_CASES:\n"
+        "        t._run_clustered_case(dt, *case)\n"
+        "        n += 1\n"
+        "print('ok', n)\n"
+    )
+    out = run_in_child(code, {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"}, "clustered values, residual D",
+                       timeout=300)
+    assert int(out.split()[-1]) == 2 * len(_CLUSTERED_CASES), out

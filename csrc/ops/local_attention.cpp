@@ -121,6 +121,28 @@ LocalAttnSizes check_local_bwd_args(const at::Tensor& dout, const at::Tensor& q,
   return s;
 }
 
+bool local_out_lo_applies(const at::Tensor& q) {
+  return q.is_cuda() && (q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16);
+}
+
+at::Tensor make_local_out_lo(const at::Tensor& q) {
+  if (!local_out_lo_applies(q)) return at::empty({0}, q.options().dtype(at::kBFloat16));
+  return at::empty({q.size(0), q.size(1), q.size(2), q.size(3)}, q.options().dtype(at::kBFloat16));
+}
+
+bool check_local_out_lo(const std::optional<at::Tensor>& out_lo, const at::Tensor& q) {
+  if (!out_lo.has_value() || !out_lo->defined() || out_lo->numel() == 0) return false;
+  const at::Tensor& t = *out_lo;
+  TORCH_CHECK_VALUE(t.sizes() == q.sizes(), kLocalOp, "out_lo must be None, empty, or have q's shape ", q.sizes(),
+                    ", but has shape ", t.sizes());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kBFloat16, kLocalOp, "out_lo must have dtype bfloat16, but has dtype ",
+                   t.scalar_type());
+  check_same_device(t, "out_lo", q);
+  TORCH_CHECK_VALUE(t.is_contiguous(), kLocalOp, "out_lo must be contiguous (as local_attention_fwd_res returns it), "
+                    "but has strides ", t.strides());
+  return true;
+}
+
 at::Tensor make_local_out(const at::Tensor& q) {
   return at::empty({q.size(0), q.size(1), q.size(2), q.size(3)}, q.options());
 }
@@ -137,12 +159,28 @@ TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
         "(Tensor, Tensor)");
   // Returns dq (B, H, L, d), dk and dv (B, Hkv, L, d), all contiguous in q's dtype; dk / dv are
   // summed over the H / Hkv query heads of each group.
+  // out_lo (optional): local_attention_fwd_res's third output; where given (fp16 / bf16 on CUDA)
+  // the backward may take D = dout · (out + out_lo) instead of its exact-D sums
+  // (docs/local_attention.md). Ignored on CPU.
   m.def("local_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, int left, "
-        "int right, int block, float scale) -> (Tensor, Tensor, Tensor)");
+        "int right, int block, float scale, Tensor? out_lo=None) -> (Tensor, Tensor, Tensor)");
+  // The forward that autograd records: out and lse as local_attention_fwd (bitwise the same), and
+  // out_lo: for fp16 / bf16 on CUDA the fp32 output minus out, rounded to bfloat16, contiguous
+  // (B, H, L, d); elsewhere an empty (0,) bfloat16 tensor.
+  m.def("local_attention_fwd_res(Tensor q, Tensor k, Tensor v, int left, int right, int block, float scale) -> "
+        "(Tensor, Tensor, Tensor)");
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_fwd_res_cpu(const at::Tensor& q, const at::Tensor& k,
+                                                                           const at::Tensor& v, int64_t left,
+                                                                           int64_t right, int64_t block, double scale) {
+  auto [out, lse] = local_attention_fwd_cpu(q, k, v, left, right, block, scale);
+  return {out, lse, make_local_out_lo(q)};
 }
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CPU, m) {
   m.impl("local_attention_fwd", &local_attention_fwd_cpu);
+  m.impl("local_attention_fwd_res", &local_attention_fwd_res_cpu);
   m.impl("local_attention_bwd", &local_attention_bwd_cpu);
 }
 

@@ -18,12 +18,19 @@ using torch::autograd::variable_list;
 
 using LocalFwdSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                        int64_t, int64_t, int64_t, double);
+using LocalFwdResSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                      const at::Tensor&, int64_t, int64_t, int64_t,
+                                                                      double);
 using LocalBwdSig = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-    const at::Tensor&, int64_t, int64_t, int64_t, double);
+    const at::Tensor&, int64_t, int64_t, int64_t, double, const std::optional<at::Tensor>&);
 
 const c10::TypedOperatorHandle<LocalFwdSig>& local_fwd_op() {
   static const auto op = find_op<LocalFwdSig>("flash_window_attn::local_attention_fwd");
+  return op;
+}
+const c10::TypedOperatorHandle<LocalFwdResSig>& local_fwd_res_op() {
+  static const auto op = find_op<LocalFwdResSig>("flash_window_attn::local_attention_fwd_res");
   return op;
 }
 const c10::TypedOperatorHandle<LocalBwdSig>& local_bwd_op() {
@@ -36,8 +43,10 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                int64_t left, int64_t right, int64_t block, double scale) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [out, lse] = local_fwd_op().call(q, k, v, left, right, block, scale);
-    ctx->save_for_backward({q, k, v, out, lse});
+    // out_lo (fp16 / bf16 on CUDA; empty elsewhere): the residual of out's rounding, for the
+    // backward's D (local_attention.cpp)
+    auto [out, lse, out_lo] = local_fwd_res_op().call(q, k, v, left, right, block, scale);
+    ctx->save_for_backward({q, k, v, out, lse, out_lo});
     ctx->saved_data["left"] = left;
     ctx->saved_data["right"] = right;
     ctx->saved_data["block"] = block;
@@ -55,9 +64,12 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
     if (!grads[0].defined()) return result;   // out did not reach the loss (lse is not differentiable)
     const at::Tensor dout = unit_last_stride(grads[0]);
     const variable_list saved = ctx->get_saved_variables();
+    const std::optional<at::Tensor> out_lo =
+        saved[5].numel() > 0 ? std::optional<at::Tensor>(saved[5]) : std::optional<at::Tensor>();
     auto [dq, dk, dv] = local_bwd_op().call(dout, saved[0], saved[1], saved[2], saved[3], saved[4],
                                             ctx->saved_data["left"].toInt(), ctx->saved_data["right"].toInt(),
-                                            ctx->saved_data["block"].toInt(), ctx->saved_data["scale"].toDouble());
+                                            ctx->saved_data["block"].toInt(), ctx->saved_data["scale"].toDouble(),
+                                            out_lo);
     result[0] = dq;
     result[1] = dk;
     result[2] = dv;

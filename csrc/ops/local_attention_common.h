@@ -5,7 +5,9 @@
 //   local_attention_fwd(Tensor q, Tensor k, Tensor v, int left, int right, int block, float scale)
 //       -> (Tensor out, Tensor lse)
 //   local_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
-//       int left, int right, int block, float scale) -> (Tensor dq, Tensor dk, Tensor dv)
+//       int left, int right, int block, float scale, Tensor? out_lo=None) -> (Tensor dq, Tensor dk, Tensor dv)
+//   local_attention_fwd_res(Tensor q, Tensor k, Tensor v, int left, int right, int block, float scale)
+//       -> (Tensor out, Tensor lse, Tensor out_lo)   (the forward autograd records; out_lo: see below)
 //
 // q: (B, H, L, d); k, v: (B, Hkv, L, d), H % Hkv == 0, query head h reads kv head h / (H / Hkv).
 // Query i may attend key j iff, with bi = i / block and bj = j / block,
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 
 namespace flash_window_attn {
@@ -36,6 +39,13 @@ LocalAttnSizes check_local_bwd_args(const at::Tensor& dout, const at::Tensor& q,
     int64_t block, double scale);
 
 at::Tensor make_local_out(const at::Tensor& q);  // empty contiguous (B, H, L, d), q's dtype and device
+// local_attention_fwd_res's out_lo: an empty contiguous (B, H, L, d) bfloat16 tensor on q's device
+// where local_out_lo_applies (fp16 / bf16 on CUDA), else an empty (0,) one.
+bool local_out_lo_applies(const at::Tensor& q);
+at::Tensor make_local_out_lo(const at::Tensor& q);
+// True where out_lo is given (not None, not empty); raises ValueError / TypeError unless it then has
+// q's shape, dtype bfloat16, q's device and contiguous strides.
+bool check_local_out_lo(const std::optional<at::Tensor>& out_lo, const at::Tensor& q);
 at::Tensor make_local_lse(const at::Tensor& q);  // empty contiguous (B, H, L) fp32, q's device
 
 constexpr int64_t kLocalMinHeadDim = 8, kLocalMaxHeadDim = 256;
@@ -61,6 +71,7 @@ std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cpu(const at::Tensor& q, 
     const at::Tensor& v, int64_t left, int64_t right, int64_t block, double scale);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cpu(const at::Tensor& dout,
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale);
+    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale,
+    const std::optional<at::Tensor>& out_lo);
 
 }  // namespace flash_window_attn

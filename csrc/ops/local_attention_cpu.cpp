@@ -429,8 +429,10 @@ std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cpu(const at::Tensor& q, 
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cpu(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale) {
+    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale,
+    const std::optional<at::Tensor>& out_lo) {
   const LocalAttnSizes s = check_local_bwd_args(dout, q, k, v, out, lse, left, right, block, scale);
+  check_local_out_lo(out_lo, q);   // checked, not needed: the CPU backward computes D exactly
   at::Tensor dq = at::empty(q.sizes(), q.options());
   at::Tensor dk = at::empty(k.sizes(), k.options());
   at::Tensor dv = at::empty(v.sizes(), v.options());

@@ -68,16 +68,20 @@ void fill_common(fwa::LocalFwdParams& p, const LocalAttnSizes& s, int64_t left, 
     p.kv_tile_group = fwa::local_tile_group(band, s.B * s.Hkv, kv_bytes * p.group);
 }
 
-std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,
-                                                            const at::Tensor& v, int64_t left, int64_t right,
-                                                            int64_t block, double scale) {
+// out, lse, and where `with_lo` the residual out_lo (make_local_out_lo: filled by the fp16 / bf16
+// kernels, an empty (0,) tensor for float32).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_fwd_impl(const at::Tensor& q, const at::Tensor& k,
+                                                                        const at::Tensor& v, int64_t left,
+                                                                        int64_t right, int64_t block, double scale,
+                                                                        bool with_lo) {
     const LocalAttnSizes s = check_local_fwd_args(q, k, v, left, right, block, scale);
     check_cuda_support(q, s);
     const c10::cuda::CUDAGuard guard(q.device());
 
     at::Tensor out = make_local_out(q);
     at::Tensor lse = make_local_lse(q);
-    if (s.B == 0 || s.H == 0 || s.L == 0) return {out, lse};   // nothing to compute, no launch
+    at::Tensor out_lo = with_lo ? make_local_out_lo(q) : at::Tensor();
+    if (s.B == 0 || s.H == 0 || s.L == 0) return {out, lse, out_lo};   // nothing to compute, no launch
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
     TORCH_CHECK(kernel_ready(out), kLocalCudaOp, "internal error: out is not 16-byte aligned");
@@ -87,18 +91,35 @@ std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q,
     p.k = ref(k_);
     p.v = ref(v_);
     p.out = ref(out);
+    if (with_lo && out_lo.numel() > 0) p.out_lo = ref(out_lo);
     p.lse = lse.data_ptr<float>();
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     check_cuda_launch(q.scalar_type() == at::kFloat ? fwa::local_attn_fwd_fp32(p, stream)
                                                     : fwa::local_attn_fwd(kernel_dtype(q), p, stream),
                       "forward kernel launch");
+    return {out, lse, out_lo};
+}
+
+std::tuple<at::Tensor, at::Tensor> local_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                            const at::Tensor& v, int64_t left, int64_t right,
+                                                            int64_t block, double scale) {
+    auto [out, lse, unused] = local_attention_fwd_impl(q, k, v, left, right, block, scale, false);
     return {out, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_fwd_res_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                                            const at::Tensor& v, int64_t left,
+                                                                            int64_t right, int64_t block,
+                                                                            double scale) {
+    return local_attention_fwd_impl(q, k, v, left, right, block, scale, true);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale) {
+    const at::Tensor& lse, int64_t left, int64_t right, int64_t block, double scale,
+    const std::optional<at::Tensor>& out_lo) {
     const LocalAttnSizes s = check_local_bwd_args(dout, q, k, v, out, lse, left, right, block, scale);
+    const bool has_lo = check_local_out_lo(out_lo, q) && q.scalar_type() != at::kFloat;
     check_cuda_support(q, s);
     const c10::cuda::CUDAGuard guard(q.device());
 
@@ -119,17 +140,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
     const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
     const at::Tensor lse_ = lse.contiguous();
     // Workspace, one allocation: D~ (B, H, L) fp32, and for the fp16 / bf16 kernels the exact-D
-    // sums (zeroed): d_acc (B, H, L) int64, d_bad (B, H, L) int32, absmax (B (H + Hkv)) fp32.
-    // (One allocation and one memset instead of four allocations and three fills: the backward of
-    // a small problem is bound by its host work; cudaMemsetAsync is one driver call where
-    // at::zeros went through the dispatcher to a fill kernel.)
+    // sums: d_acc (B, H, L) int64, d_bad (B, H, L) int32, absmax (B (H + Hkv)) fp32, zeroed by the
+    // launcher (LocalBwdParams::sums_bytes) unless it runs the residual-D backward, which uses D~
+    // only. (One allocation and one memset instead of four allocations and three fills: the
+    // backward of a small problem is bound by its host work; cudaMemsetAsync is one driver call
+    // where at::zeros went through the dispatcher to a fill kernel.)
     const bool exact_d = q.scalar_type() != at::kFloat;
     const int64_t rows = s.B * s.H * s.L;
     const int64_t ws_bytes = exact_d ? rows * (8 + 4 + 4) + s.B * (s.H + s.Hkv) * 4 : rows * 4;
     const at::Tensor ws = at::empty({ws_bytes}, q.options().dtype(at::kByte));
     unsigned char* ws_ptr = ws.data_ptr<uint8_t>();   // 256-byte aligned (caching allocator)
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    if (exact_d) C10_CUDA_CHECK(cudaMemsetAsync(ws_ptr, 0, static_cast<size_t>(ws_bytes), stream));
 
     fwa::LocalBwdParams p;
     fill_common(p, s, left, right, block, scale);
@@ -147,6 +168,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
         p.dsum = reinterpret_cast<float*>(ws_ptr + rows * 8);                // 8-byte aligned
         p.d_bad = reinterpret_cast<int*>(ws_ptr + rows * 12);
         p.absmax = reinterpret_cast<float*>(ws_ptr + rows * 16);
+        p.sums_bytes = static_cast<size_t>(ws_bytes);
+        if (has_lo) p.out_lo = ref(*out_lo);
     } else {
         p.dsum = reinterpret_cast<float*>(ws_ptr);
     }
@@ -160,6 +183,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
 
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
     m.impl("local_attention_fwd", &local_attention_fwd_cuda);
+    m.impl("local_attention_fwd_res", &local_attention_fwd_res_cuda);
     m.impl("local_attention_bwd", &local_attention_bwd_cuda);
 }
 

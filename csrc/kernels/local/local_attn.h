@@ -28,6 +28,10 @@ static_assert(kLocalTile == kTileM && kLocalTile == kTileN, "local kernels use t
 struct LocalFwdParams {
     TensorRef q, k, v, out;
     float* lse = nullptr;   // (B, H, L) fp32 contiguous; written by the forward, read by the backward
+    // bf16 (B, H, L, d), optional (ptr null: none): the forward's fp32 output minus out (its 16-bit
+    // rounding), written by the fp16 / bf16 forwards where given; the backward's D = dout · (out +
+    // out_lo) where given (LocalBwdParams::residual_d).
+    TensorRef out_lo;
 
     int B = 0, H = 0, Hkv = 0, L = 0, d = 0;
     int group = 1;          // H / Hkv: query head h reads kv head h / group
@@ -67,6 +71,14 @@ struct LocalBwdParams : LocalFwdParams {
     unsigned long long* d_acc = nullptr;
     int* d_bad = nullptr;
     float* absmax = nullptr;
+    // The bytes from d_acc that the launcher zeroes (cudaMemsetAsync on the stream) before the
+    // preprocess when it uses the exact-D sums (d_acc, dsum, d_bad, absmax are one workspace).
+    size_t sums_bytes = 0;
+    // Set by launch_local_bwd_impl for the kernels: the residual-D backward (out_lo given, both
+    // sides warp-specialised): the preprocess writes D = dout · (out + out_lo) into dsum, the only
+    // D of both sides; no exact-D sums, no max |dout|, |v|, no memset, and the query side does not
+    // wait for the key side.
+    bool residual_d = false;
 };
 
 // One instantiation per (dtype, head-dim bucket), each in its own .cu under instantiations/.
@@ -109,6 +121,10 @@ bool local_bwd_q_use_ws(int64_t items, int sms);
 // 64-key tiles, each holding dk and dv: 2 at d = 128, 3 at d = 64); FWA_LOCAL_BWD_KV_WS=0 / 1.
 constexpr int local_bwd_kv_ws_consumers(int head_dim) { return head_dim == 128 ? 2 : 3; }
 bool local_bwd_kv_use_ws(int64_t items, int sms);
+// Whether the backward may run its residual-D form (LocalBwdParams::residual_d) where out_lo is
+// given and both sides are warp-specialised: true unless FWA_LOCAL_BWD_RESIDUAL=0 (A/B timing,
+// tests; read per call).
+bool local_bwd_residual_d_enabled();
 // The item shift of a warp-specialised query-side kernel with `cons` consumers and steps of kT key
 // tiles over `band`: local_ws_item_shift (local_band.h), or FWA_LOCAL_WS_SHIFT=s (a digit; s mod
 // cons) for tests and A/B timing, read per call.

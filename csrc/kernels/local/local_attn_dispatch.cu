@@ -89,6 +89,11 @@ bool local_bwd_kv_use_ws(int64_t items, int sms) {
     return forced >= 0 ? forced == 1 : items >= sms;
 }
 
+bool local_bwd_residual_d_enabled() {
+    const char* e = std::getenv("FWA_LOCAL_BWD_RESIDUAL");
+    return e == nullptr || e[0] != '0';
+}
+
 int local_ws_item_shift_for(const LocalBand& band, int cons, int kT) {
     const char* e = std::getenv("FWA_LOCAL_WS_SHIFT");
     if (e != nullptr && e[0] >= '0' && e[0] <= '9' && e[1] == '\0') return (e[0] - '0') % cons;

@@ -105,15 +105,22 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const 
     // counts are uniform over the CTA (the shuffles below).
     constexpr int kIters = kPrepRows / kRowsPerIter;
     static_assert(kIters * kRowsPerIter == kPrepRows, "whole row groups per block");
+    // The residual-D backward (p.residual_d): out_lo's rows too, D = dout · (out + out_lo); the
+    // grid holds the dout slices only, and no max is taken (nothing reads absmax).
+    const bool res = p.residual_d;
+    const __nv_bfloat16* lo_base = res ? static_cast<const __nv_bfloat16*>(p.out_lo.ptr) + b * p.out_lo.batch_stride +
+                                             h * p.out_lo.head_stride
+                                       : nullptr;
     for (int64_t rb = r0; rb < r_end; rb += kPrepRows) {
-        uint4 x[kIters], o[kIters];
+        uint4 x[kIters], o[kIters], lo[kIters];
 #pragma unroll
         for (int i = 0; i < kIters; ++i) {
             const int64_t row = rb + i * kRowsPerIter + tid / kTPR;
-            x[i] = o[i] = make_uint4(0u, 0u, 0u, 0u);
+            x[i] = o[i] = lo[i] = make_uint4(0u, 0u, 0u, 0u);
             if (row < r_end && c < p.d) {
                 x[i] = *reinterpret_cast<const uint4*>(base + row * t.row_stride + c);
                 if (!is_v) o[i] = *reinterpret_cast<const uint4*>(out_base + row * p.out.row_stride + c);
+                if (res) lo[i] = *reinterpret_cast<const uint4*>(lo_base + row * p.out_lo.row_stride + c);
             }
         }
 #pragma unroll
@@ -121,6 +128,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const 
             const int64_t row = rb + i * kRowsPerIter + tid / kTPR;
             const uint32_t w[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
             const uint32_t ow[4] = {o[i].x, o[i].y, o[i].z, o[i].w};
+            const uint32_t lw[4] = {lo[i].x, lo[i].y, lo[i].z, lo[i].w};
             float dsum = 0.f;
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -128,7 +136,12 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const 
                 m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
                 nan |= (f.x != f.x) || (f.y != f.y);
                 if (!is_v) {
-                    const float2 y = Tr::unpack(ow[e]);
+                    float2 y = Tr::unpack(ow[e]);
+                    if (res) {   // (CTA-uniform)
+                        const float2 r = ElementTraits<__nv_bfloat16>::unpack(lw[e]);
+                        y.x += r.x;
+                        y.y += r.y;
+                    }
                     dsum = fmaf(y.x, f.x, fmaf(y.y, f.y, dsum));
                 }
             }
@@ -139,6 +152,7 @@ __global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const 
             }
         }
     }
+    if (res) return;   // (CTA-uniform)
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     nan = __any_sync(0xffffffffu, nan);
@@ -678,11 +692,11 @@ namespace fwa {
 // ---------------------------------------------------------------------------------------------
 
 template <typename Element, int kHeadDim, bool kWgmma>
-cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) {
+cudaError_t launch_local_bwd_impl(const LocalBwdParams& p_in, cudaStream_t stream) {
     cudaError_t err;
-    const int64_t n_t = (int64_t(p.L) + kTileM - 1) / kTileM;
-    const int64_t q_grid = n_t * p.H * p.B;
-    const int64_t kv_grid = n_t * p.Hkv * p.B;
+    const int64_t n_t = (int64_t(p_in.L) + kTileM - 1) / kTileM;
+    const int64_t q_grid = n_t * p_in.H * p_in.B;
+    const int64_t kv_grid = n_t * p_in.Hkv * p_in.B;
     if (q_grid == 0 || kv_grid == 0) return cudaSuccess;
     if (q_grid > 0x7fffffffLL || kv_grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     // preprocess -> key side -> query side (the kernels below or the warp-specialised ones): on
@@ -694,29 +708,44 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
 #else
     const bool pdl_chain = false;
 #endif
+    LocalBwdParams p = p_in;
+    // The warp-specialised key side (local_bwd_kv_ws_kernel.cuh) and query side
+    // (local_bwd_q_ws_kernel.cuh) where local_bwd_kv_use_ws / local_bwd_q_use_ws pick them and the
+    // tensor maps (made once, for both) can be made; the kernels below otherwise.
+    bool kv_ws = false, q_ws = false;
+    LocalBwdTmaMaps maps;
+    if constexpr (kWgmma) {
+        constexpr int kKvCons = local_bwd_kv_ws_consumers(kHeadDim);
+        constexpr int kQCons = kLocalBwdQWsConsumers;
+        kv_ws = local_bwd_kv_use_ws((n_t + kKvCons - 1) / kKvCons * p.B * p.Hkv, num_sms());
+        q_ws = local_bwd_q_use_ws((int64_t(p.L) + kQCons * kTileM - 1) / (kQCons * kTileM) * p.B * p.H, num_sms());
+        if ((kv_ws || q_ws) && !make_local_bwd_tma_maps(&maps, p, std::is_same<Element, __nv_bfloat16>::value))
+            kv_ws = q_ws = false;
+    }
+    // The residual-D backward (LocalBwdParams::residual_d) where the forward gave out_lo and both
+    // sides are warp-specialised (the other kernels keep the exact-D sums); FWA_LOCAL_BWD_RESIDUAL=0
+    // never (A/B timing, tests).
+    p.residual_d = p.out_lo.ptr != nullptr && kv_ws && q_ws && local_bwd_residual_d_enabled();
+    if (!p.residual_d && p.sums_bytes > 0) {
+        if ((err = cudaMemsetAsync(p.d_acc, 0, p.sums_bytes, stream)) != cudaSuccess) return err;
+    }
     {
-        // kPrepRows rows per CTA; the slices of dout and of v, each in `chunks` pieces
+        // kPrepRows rows per CTA; the slices of dout and of v (not in the residual-D backward,
+        // which takes no max), each in `chunks` pieces
         const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + kPrepRows - 1) / kPrepRows, 1 << 16));
-        const int64_t grid = (int64_t(p.B) * p.H + int64_t(p.B) * p.Hkv) * chunks;
+        const int64_t grid = (int64_t(p.B) * p.H + (p.residual_d ? 0 : int64_t(p.B) * p.Hkv)) * chunks;
         if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
         local_attn_bwd_prep_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
-    bool kv_done = false;
     if constexpr (kWgmma) {
-        // The warp-specialised key side (local_bwd_kv_ws_kernel.cuh) where local_bwd_kv_use_ws
-        // picks it and the tensor maps can be made (else cudaErrorNotSupported: the kernel below).
-        constexpr int kCons = local_bwd_kv_ws_consumers(kHeadDim);
-        const int64_t ws_items = (n_t + kCons - 1) / kCons * p.B * p.Hkv;
-        if (local_bwd_kv_use_ws(ws_items, num_sms())) {
-            err = launch_local_bwd_kv_ws<Element, kHeadDim, kCons>(p, stream, pdl_chain);
-            if (err != cudaErrorNotSupported) {
-                if (err != cudaSuccess) return err;
-                kv_done = true;
-            }
+        if (kv_ws) {
+            constexpr int kCons = local_bwd_kv_ws_consumers(kHeadDim);
+            if ((err = launch_local_bwd_kv_ws<Element, kHeadDim, kCons>(p, stream, pdl_chain, &maps)) != cudaSuccess)
+                return err;
         }
     }
-    if (!kv_done) {
+    if (!kv_ws) {
         constexpr size_t smem = LocalBwdKvSmem<kHeadDim, kWgmma>::kBytes;
         int ctas = 0;
         if ((err = prepare_kernel<local_attn_bwd_kv_kernel<Element, kHeadDim, kWgmma>>(smem, kNumThreads, &ctas)) != cudaSuccess)
@@ -728,14 +757,7 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p, cudaStream_t stream) 
             return err;
     }
     if constexpr (kWgmma) {
-        // The warp-specialised query side (local_bwd_q_ws_kernel.cuh) where local_bwd_q_use_ws
-        // picks it and the tensor maps can be made (else cudaErrorNotSupported: the kernel below).
-        constexpr int kCons = kLocalBwdQWsConsumers;
-        const int64_t ws_items = (int64_t(p.L) + kCons * kTileM - 1) / (kCons * kTileM) * p.B * p.H;
-        if (local_bwd_q_use_ws(ws_items, num_sms())) {
-            err = launch_local_bwd_q_ws<Element, kHeadDim, kCons>(p, stream, pdl_chain);
-            if (err != cudaErrorNotSupported) return err;
-        }
+        if (q_ws) return launch_local_bwd_q_ws<Element, kHeadDim, kLocalBwdQWsConsumers>(p, stream, pdl_chain, &maps);
     }
     {
         constexpr size_t smem = LocalBwdQSmem<kHeadDim, kWgmma>::kBytes;

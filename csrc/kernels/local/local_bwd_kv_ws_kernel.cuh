@@ -84,7 +84,10 @@ FWA_DEVICE LocalBwdKvWsItem local_bwd_kv_ws_item(const LocalBwdParams& p, const 
     return w;
 }
 
-template <typename Element, int kHeadDim, int kCons, int kStages>
+// kSums: the exact-D sums (d_acc, d_bad) for the query side; without them (the residual-D
+// backward, LocalBwdParams::residual_d) dS uses the preprocess's D alone and nothing is staged,
+// synchronised or flushed per step.
+template <typename Element, int kHeadDim, int kCons, int kStages, bool kSums = true>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_kv_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
@@ -181,7 +184,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 const LocalBwdKvWsItem w = local_bwd_kv_ws_item<kCons>(p, band, n_kt, n_kn, rounds.item);
                 for (int gi = 0; gi < p.group; ++gi) {
                     const int h = w.hk * p.group + gi;
-                    const double bound = local_dp_bound(p, w.b, h);
+                    const double bound = kSums ? local_dp_bound(p, w.b, h) : 0.0;
                     const int64_t row_base = (int64_t(w.b) * p.H + h) * int64_t(L);
                     for (int qi = 0; qi < w.n_qt; ++qi, ++gstep) {
                         const int s = gstep % kStages, use = gstep / kStages;
@@ -315,17 +318,19 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 float s[kNT][4], dp[kNT][4];
                 // The previous computed step's staged sums are complete (all 4 warps), and its
                 // buffer, written again two computed steps later, is read below before that.
-                group_sync(c);
+                if constexpr (kSums) group_sync(c);
                 wgmma_fence();
                 wg_abt_issue<Element, kHeadDim>(s, sK, tQ);
                 wg_abt_issue<Element, kHeadDim>(dp, sV, tO);
                 wgmma_commit();
-                flush_d((n_done + 1) & 1);
-                const int h = stp->h;
-                flush_row = (int64_t(info[2]) * p.H + h) * int64_t(L) + q0;
-                flush_q0 = q0;
-                flush_scale = stp->pdp_scale;
-                flush_finite = stp->bound_finite != 0;
+                if constexpr (kSums) {
+                    flush_d((n_done + 1) & 1);
+                    const int h = stp->h;
+                    flush_row = (int64_t(info[2]) * p.H + h) * int64_t(L) + q0;
+                    flush_q0 = q0;
+                    flush_scale = stp->pdp_scale;
+                    flush_finite = stp->bound_finite != 0;
+                }
                 wgmma_wait<0>();
                 wgmma_fence_operand(s);
                 wgmma_fence_operand(dp);
@@ -340,14 +345,16 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
                 if (full) local_kv_step_grads<true, true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
                 else local_kv_step_grads<false, true>(s, dp, pdp, lse, dsum, sl, iv, all_keys, q0, t4);
                 static_assert(kNT == 8, "stage_warp_pdp_sums sums a 64-column tile");
-                stage_warp_pdp_sums(pdp, sPdp, ((n_done & 1) * kWarps + warp) * kTileM);
+                if constexpr (kSums) stage_warp_pdp_sums(pdp, sPdp, ((n_done & 1) * kWarps + warp) * kTileM);
                 ++n_done;
                 wg_pb2<Element, kHeadDim>(dv, s, tO, dk, dp, tQ);   // dv += Pᵀ dout, dk += dSᵀ q
             }
             mbar_arrive(bar_empty + 8 * st);   // this thread no longer reads the stage
         }
-        group_sync(c);
-        flush_d((n_done + 1) & 1);
+        if constexpr (kSums) {
+            group_sync(c);
+            flush_d((n_done + 1) & 1);
+        }
 
         const int hk = info[1], b = info[2];
         const int key0 = (info[3] + c) * kTileN;
@@ -373,12 +380,18 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_k
 // then runs local_attn_bwd_kv_kernel).
 // 4 stages of q / dout (3 until session 54: block256x16 key side 124.5 -> 123.4 us on the H200,
 // fwd+bwd within noise elsewhere; 125 KB of shared memory at d = 64, 201 KB at d = 128).
+// `maps`: the tensor maps where the caller made them (else made here).
 template <typename Element, int kHeadDim, int kCons, int kStages = 4>
-cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
+cudaError_t launch_local_bwd_kv_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl,
+                                   const LocalBwdTmaMaps* maps = nullptr) {
     const int64_t n_kn = ((int64_t(p.L) + kTileN - 1) / kTileN + kCons - 1) / kCons;
     const int64_t grid = n_kn * p.Hkv * p.B;
-    return launch_local_bwd_ws<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages>, Element, kCons>(
-        p, grid, LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
+    constexpr size_t smem = LocalBwdKvWsSmem<kHeadDim, kCons, kStages>::kBytes;
+    if (p.residual_d)
+        return launch_local_bwd_ws<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages, false>, Element, kCons>(
+            p, grid, smem, stream, pdl, maps);
+    return launch_local_bwd_ws<local_attn_bwd_kv_ws_kernel<Element, kHeadDim, kCons, kStages, true>, Element, kCons>(
+        p, grid, smem, stream, pdl, maps);
 }
 
 }  // namespace fwa

@@ -57,7 +57,9 @@ template <int kHeadDim, int kCons, int kStages> struct LocalBwdQWsSmem {
 // ptxas serialised its wgmmas (C7512).
 template <int kHeadDim> constexpr bool local_bwd_q_ws_defer_dq() { return kHeadDim == 64; }
 
-template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferDq>
+// kResidualD (LocalBwdParams::residual_d): D is the preprocess's dout · (out + out_lo), read
+// without waiting for the key side (see the info warps).
+template <typename Element, int kHeadDim, int kCons, int kStages, bool kDeferDq, bool kResidualD = false>
 __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q_ws_kernel(const __grid_constant__ LocalBwdWsParams P) {
 #if FWA_HAS_WGMMA
     static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 / 128 buckets");
@@ -137,7 +139,12 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         // Launched as the key side's programmatic dependent (launch_local_bwd_impl): its d_acc /
         // d_bad sums (and the preprocess's max |dout|, |v|) are read after this wait; warp 0's
         // copies (q, dout, k, v) predate the backward and the consumers need these warps' rows.
-        pdl_wait();
+        // kResidualD: nothing of the key side is read, and this grid starts only once every key-
+        // side CTA has passed its own pdl_wait (its pdl_launch_dependents follows it), so the
+        // preprocess's D is complete: read from L2 (ld.cg) without waiting. Warp 1 waits at its
+        // end instead, so that this grid still completes after the key side (the stream's order
+        // for whatever follows).
+        if constexpr (!kResidualD) pdl_wait();
         const int c = warp - 1;
         LocalWsRounds rounds;
         for (int ti = 0;; rounds.next(), ++ti) {
@@ -167,7 +174,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 info[11 + 4 * c] = static_cast<int>(band.key_hi(int64_t(sub) * kTileM));
             }
             const int64_t row_base = (int64_t(w.b) * p.H + w.h) * int64_t(L);
-            const double scale_d = local_dp_bound(p, w.b, w.h) / kTwo61;
+            const double scale_d = kResidualD ? 0.0 : local_dp_bound(p, w.b, w.h) / kTwo61;
             for (int r = lane; r < kTileM; r += 32) {
                 const int lrow = c * kTileM + r;
                 const int row = sub * kTileM + r;
@@ -176,9 +183,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 float lse2 = 0.f, dsum = 0.f;   // rows >= L or < 0: any finite value (never computed on)
                 if (row >= 0 && row < L) {
                     lse2 = p.lse[row_base + row] * kLog2e;
-                    const long long sp = static_cast<long long>(p.d_acc[row_base + row]);
-                    dsum = p.d_bad[row_base + row] != 0 ? __int_as_float(0x7fffffff)
-                                                        : static_cast<float>(double(sp) * scale_d);
+                    if constexpr (kResidualD) {
+                        dsum = __ldcg(p.dsum + row_base + row);
+                    } else {
+                        const long long sp = static_cast<long long>(p.d_acc[row_base + row]);
+                        dsum = p.d_bad[row_base + row] != 0 ? __int_as_float(0x7fffffff)
+                                                            : static_cast<float>(double(sp) * scale_d);
+                    }
                 }
                 info[Smem::kRows + lrow] = iv.lo;
                 info[Smem::kRows + kCons * kTileM + lrow] = static_cast<int>(iv.span);
@@ -186,6 +197,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
                 info[Smem::kRows + 3 * kCons * kTileM + lrow] = __float_as_int(dsum);
             }
             mbar_arrive(bar_ifull + 8 * ib);   // releases this lane's writes
+        }
+        if constexpr (kResidualD) {
+            if (c == 0) pdl_wait();   // (see above: this CTA ends after the key side)
         }
         return;
     }
@@ -296,8 +310,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
 // Launch the warp-specialised query side (where `pdl`, as the key side's programmatic dependent).
 // Returns cudaErrorNotSupported, launching nothing, where a tensor map cannot be made (the caller
 // then runs local_attn_bwd_q_kernel).
+// `maps`: the tensor maps where the caller made them (else made here).
 template <typename Element, int kHeadDim, int kCons>
-cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl) {
+cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, bool pdl,
+                                  const LocalBwdTmaMaps* maps = nullptr) {
     LocalBwdParams pq = p;
     pq.ws_shift = local_ws_item_shift_for(p.band(), kCons, 1);   // (the forward's items, 64-key steps)
     const int64_t grid = local_ws_items(p.band().num_tiles(), kCons, pq.ws_shift) * p.H * p.B;
@@ -306,8 +322,12 @@ cudaError_t launch_local_bwd_q_ws(const LocalBwdParams& p, cudaStream_t stream, 
     // kernel time at win(1024,0) d = 128 736 -> 719 us (ptxas: 36 bytes of spill instead of 72),
     // block256x16 d = 64 77.5-78.3 -> 74.7-76.6; fwd+bwd GPU time 0.2-0.5 % lower (within noise).
     constexpr int kStages = kDefer ? 4 : 3;
-    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer>, Element, kCons>(
-        pq, grid, LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes, stream, pdl);
+    constexpr size_t smem = LocalBwdQWsSmem<kHeadDim, kCons, kStages>::kBytes;
+    if (p.residual_d)
+        return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer, true>, Element,
+                                   kCons>(pq, grid, smem, stream, pdl, maps);
+    return launch_local_bwd_ws<local_attn_bwd_q_ws_kernel<Element, kHeadDim, kCons, kStages, kDefer, false>, Element,
+                               kCons>(pq, grid, smem, stream, pdl, maps);
 }
 
 }  // namespace fwa

@@ -75,6 +75,24 @@ FWA_DEVICE LocalQueryBlock local_query_block(const LocalFwdParams& p, int n_m, u
     return q;
 }
 
+// The residual of a thread's output pairs (LocalFwdParams::out_lo, bf16): x - float(out) for the
+// kDT pairs (x0, x1) of row `row` at columns i 8 + 2 t4 whose 16-bit values `packed` the epilogue
+// stores in out; only where out_lo is given, for rows in [0, L) and columns < d. Stored straight
+// from registers (a quad's 4 threads write 16 contiguous bytes).
+template <typename Element, int kDT>
+FWA_DEVICE void local_store_out_lo(const LocalFwdParams& p, int64_t b, int h, int row, int t4, const float (&x)[kDT][2],
+                                   const uint32_t (&packed)[kDT]) {
+    if (p.out_lo.ptr == nullptr || row < 0 || row >= p.L) return;
+    __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.out_lo.ptr) + b * p.out_lo.batch_stride +
+                         int64_t(h) * p.out_lo.head_stride + int64_t(row) * p.out_lo.row_stride + 2 * t4;
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) {
+        if (i * 8 >= p.d) break;
+        const float2 r = ElementTraits<Element>::unpack(packed[i]);
+        *reinterpret_cast<__nv_bfloat162*>(dst + i * 8) = __floats2bfloat162_rn(x[i][0] - r.x, x[i][1] - r.y);
+    }
+}
+
 // One key step's logits (a warp's 16 rows x 8 kNT keys from key0, C-fragment layout): scaled to
 // log2 units (sl), keys outside each of the thread's two rows' allowed interval set to -inf (not
 // for kFull steps, which hold allowed pairs only), then the online softmax (kernel_utils.cuh):
@@ -261,10 +279,16 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
         const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
         if (row < L && t4 == 0)
             p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+        float x[kDT][2];
+        uint32_t packed[kDT];
 #pragma unroll
-        for (int i = 0; i < kDT; ++i)
-            *reinterpret_cast<uint32_t*>(sOut + lrow * Shape::kPitch + i * 8 + 2 * t4) =
-                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+        for (int i = 0; i < kDT; ++i) {
+            x[i][0] = o_acc[i][2 * r] * inv;
+            x[i][1] = o_acc[i][2 * r + 1] * inv;
+            packed[i] = Tr::pack(x[i][0], x[i][1]);
+            *reinterpret_cast<uint32_t*>(sOut + lrow * Shape::kPitch + i * 8 + 2 * t4) = packed[i];
+        }
+        local_store_out_lo<Element, kDT>(p, b, h, row, t4, x, packed);
     }
     __syncwarp();
 #pragma unroll

@@ -244,10 +244,16 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
         if (row < L && t4 == 0)
             p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+        float x[kDT][2];
+        uint32_t packed[kDT];
 #pragma unroll
-        for (int i = 0; i < kDT; ++i)
-            *reinterpret_cast<uint32_t*>(sOut + lrow * kPitch + i * 8 + 2 * t4) =
-                Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+        for (int i = 0; i < kDT; ++i) {
+            x[i][0] = o_acc[i][2 * r] * inv;
+            x[i][1] = o_acc[i][2 * r + 1] * inv;
+            packed[i] = Tr::pack(x[i][0], x[i][1]);
+            *reinterpret_cast<uint32_t*>(sOut + lrow * kPitch + i * 8 + 2 * t4) = packed[i];
+        }
+        local_store_out_lo<Element, kDT>(p, b, h, row, t4, x, packed);
     }
     __syncwarp();
 #pragma unroll

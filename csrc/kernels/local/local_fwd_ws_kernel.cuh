@@ -374,10 +374,17 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for rows >= L or < 0
             if (row >= 0 && row < L && t4 == 0)
                 p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
+            float x[kDT][2];
+            uint32_t packed[kDT];
 #pragma unroll
-            for (int i = 0; i < kDT; ++i)
+            for (int i = 0; i < kDT; ++i) {
+                x[i][0] = o_acc[i][2 * r] * inv;
+                x[i][1] = o_acc[i][2 * r + 1] * inv;
+                packed[i] = Tr::pack(x[i][0], x[i][1]);
                 *reinterpret_cast<uint32_t*>(tile + (i / 8) * (kTileM * 128) + lrow * 128 + (((i % 8) ^ (lrow & 7)) << 4) + 4 * t4) =
-                    Tr::pack(o_acc[i][2 * r] * inv, o_acc[i][2 * r + 1] * inv);
+                    packed[i];
+            }
+            local_store_out_lo<Element, kDT>(p, b, h, row, t4, x, packed);
         }
         group_sync(c);
         ws_store_rows<Element, kHeadDim>(tile, out, p.out.row_stride, row0, L, d, wtid);

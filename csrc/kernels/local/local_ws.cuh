@@ -188,13 +188,16 @@ cudaError_t launch_ws_persistent(const Params& params, int64_t items, size_t sme
 // `items` work items with p's tensor maps, where `pdl` as a programmatic dependent (the backward's
 // chain, launch_local_bwd_impl). Returns cudaErrorNotSupported, launching nothing, where a tensor
 // map cannot be made (the caller then runs the kernel without TMA).
+// `maps`: the maps where the caller made them already (else made here).
 template <auto Kernel, typename Element, int kCons>
-cudaError_t launch_local_bwd_ws(const LocalBwdParams& p, int64_t items, size_t smem, cudaStream_t stream, bool pdl) {
+cudaError_t launch_local_bwd_ws(const LocalBwdParams& p, int64_t items, size_t smem, cudaStream_t stream, bool pdl,
+                                const LocalBwdTmaMaps* maps = nullptr) {
     if (items == 0) return cudaSuccess;
     if (items > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
     LocalBwdWsParams wp;
     wp.p = p;
-    if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
+    if (maps != nullptr) wp.m = *maps;
+    else if (!make_local_bwd_tma_maps(&wp.m, p, std::is_same<Element, __nv_bfloat16>::value)) return cudaErrorNotSupported;
     return launch_ws_persistent<Kernel>(wp, items, smem, kNumThreads * (kCons + 1), stream, false, pdl);
 }
 
