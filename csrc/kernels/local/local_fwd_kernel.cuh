@@ -112,9 +112,54 @@ FWA_DEVICE void local_store_out_lo(const LocalFwdParams& p, int64_t b, int h, in
 // max by more than 8 (log2 units; P <= 2^8 then). The step returns whether O must be rescaled by
 // corr. (Session 52: win(1024,0) B2 H16 L16384 d128 forward 602-667 -> 567-595 us; at d = 64 it
 // was slower than the fold alone, 69-70 -> 75 us at block256x16.)
-template <bool kFull, bool kFold, bool kSkipRescale = false, int kNT>
+// The forwards also keep row_sum16, the row sums of P rounded to TRound (the 16-bit P that the P v
+// product sees), and normalise out by it (lse stays from the fp32 sums): out's weights then sum to 1,
+// and D = dout · (out + out_lo) is consistent with the backward's P (the residual-D backward; with
+// out normalised by the fp32 sum, its dq missed the rule on 1 of 1000 random problems, a clustered
+// bf16 one with a 13-key band, H200, session 56).
+template <bool kScaled, typename TRound, int kNT>
+FWA_DEVICE void local_exp_row(float (&s)[kNT][4], int r, float m_use, float corr, float& row_sum, float& row_sum16,
+                              float in_scale, bool keep_max) {
+    // (Two forms, each the one with which ptxas keeps the d = 64 warp-specialised forward's wgmmas
+    // pipelined in that dtype: the other made it serialise them, C7511.)
+    // TRound void: no row_sum16 (the wgmma forwards sum the packed P on the tensor cores instead,
+    // p16_row_sums in local_wgmma.cuh).
+    constexpr bool kSum16 = !std::is_void<TRound>::value;
+    constexpr bool kAfter = std::is_same<TRound, __nv_bfloat16>::value;
+    float sum_even = 0.f, sum_odd = 0.f, sum16_even = 0.f, sum16_odd = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+        const float e0 = fast_exp2(kScaled ? fmaf(s[nt][2 * r], in_scale, -m_use) : s[nt][2 * r] - m_use);
+        const float e1 = fast_exp2(kScaled ? fmaf(s[nt][2 * r + 1], in_scale, -m_use) : s[nt][2 * r + 1] - m_use);
+        s[nt][2 * r] = e0;
+        s[nt][2 * r + 1] = e1;
+        if (nt % 2 == 0) sum_even += e0 + e1;
+        else sum_odd += e0 + e1;
+        if constexpr (kSum16 && !kAfter) {
+            const float2 rr = ElementTraits<TRound>::unpack(ElementTraits<TRound>::pack(e0, e1));
+            if (nt % 2 == 0) sum16_even += rr.x + rr.y;
+            else sum16_odd += rr.x + rr.y;
+        }
+    }
+    row_sum = (keep_max ? row_sum : row_sum * corr) + (sum_even + sum_odd);
+    if constexpr (!kSum16) {
+        (void)row_sum16;
+    } else if constexpr (kAfter) {
+        float sum16 = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+            const float2 rr = ElementTraits<TRound>::unpack(ElementTraits<TRound>::pack(s[nt][2 * r], s[nt][2 * r + 1]));
+            sum16 += rr.x + rr.y;
+        }
+        row_sum16 = (keep_max ? row_sum16 : row_sum16 * corr) + sum16;
+    } else {
+        row_sum16 = (keep_max ? row_sum16 : row_sum16 * corr) + (sum16_even + sum16_odd);
+    }
+}
+
+template <bool kFull, bool kFold, bool kSkipRescale = false, typename TRound, int kNT>
 FWA_DEVICE bool local_softmax_step(float (&s)[kNT][4], float sl, const RowInterval (&iv)[2], int key0, int t4,
-                                   float (&row_max)[2], float (&row_sum)[2], float (&corr)[2]) {
+                                   float (&row_max)[2], float (&row_sum)[2], float (&row_sum16)[2], float (&corr)[2]) {
     constexpr bool kFolded = kFold && kFull;
     float mx[2];
 #pragma unroll
@@ -142,7 +187,11 @@ FWA_DEVICE bool local_softmax_step(float (&s)[kNT][4], float sl, const RowInterv
     }
     if constexpr (!kFolded) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) corr[r] = online_softmax_row_p(s, r, mx[r], row_max[r], row_sum[r]);
+        for (int r = 0; r < 2; ++r) {
+            float m_use;
+            corr[r] = online_softmax_max(mx[r], row_max[r], m_use);
+            local_exp_row<false, TRound>(s, r, m_use, corr[r], row_sum[r], row_sum16[r], 1.f, false);
+        }
         return true;
     } else {
         bool rescale = true;
@@ -154,7 +203,7 @@ FWA_DEVICE bool local_softmax_step(float (&s)[kNT][4], float sl, const RowInterv
 #pragma unroll
         for (int r = 0; r < 2; ++r) corr[r] = online_softmax_max(mx[r], row_max[r], m_use[r], !rescale);
 #pragma unroll
-        for (int r = 0; r < 2; ++r) online_softmax_exp_row<true>(s, r, m_use[r], corr[r], row_sum[r], sl, !rescale);
+        for (int r = 0; r < 2; ++r) local_exp_row<true, TRound>(s, r, m_use[r], corr[r], row_sum[r], row_sum16[r], sl, !rescale);
         return rescale;
     }
 }
@@ -222,7 +271,7 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
     const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
     float o_acc[kDT][4];
     zero_acc(o_acc);
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, row_sum16[2] = {0.f, 0.f};
     uint32_t q_frag[kKS][4];
 
     for (int it = 0; it < n_tiles; ++it) {
@@ -258,8 +307,8 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
         // Instantiated for full and edge tiles, picked once per tile (a per-element branch on the
         // runtime flag otherwise).
         float corr[2];
-        if (full) local_softmax_step<true, false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-        else local_softmax_step<false, false>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        if (full) local_softmax_step<true, false, false, Element>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr);
+        else local_softmax_step<false, false, false, Element>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr);
 #pragma unroll
         for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
 
@@ -275,8 +324,8 @@ local_attn_fwd_kernel(const LocalFwdParams p) {
     for (int r = 0; r < 2; ++r) {
         const int lrow = g + 8 * r;
         const int row = row0 + warp * 16 + lrow;
-        const float l = quad_sum(row_sum[r]);
-        const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
+        const float l = quad_sum(row_sum[r]), l16 = quad_sum(row_sum16[r]);
+        const float inv = l16 == 0.f ? 0.f : 1.f / l16;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
         if (row < L && t4 == 0)
             p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
         float x[kDT][2];

@@ -67,6 +67,11 @@ __global__ void __launch_bounds__(kNumThreads * kWG, local_fwd_wgmma_min_blocks<
 local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
 #if FWA_HAS_WGMMA
     static_assert(kKeys == kTileN || (kKeys == 2 * kTileN && kHeadDim == 64), "128-key steps: d = 64 only");
+    // out's row sums of the 16-bit P (local_exp_row): on the tensor cores (p16_row_sums) at 64-key
+    // steps, by FADDs in the softmax at 128-key steps (with the tensor-core sums ptxas serialised
+    // that kernel's wgmmas, C7511).
+    constexpr bool kMmaSums = kKeys == kTileN;
+    using TSum16 = std::conditional_t<kMmaSums, void, Element>;
     using Tr = ElementTraits<Element>;
     using Smem = LocalFwdWgmmaSmem<kHeadDim, kWG, kKeys>;
     constexpr int kThreads = kNumThreads * kWG;
@@ -146,7 +151,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     const float sl = p.scale * kLog2e;   // logits in log2 units: the softmax runs on exp2
     float o_acc[kDT][4];
     zero_acc(o_acc);
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, row_sum16[2] = {0.f, 0.f};
     float s[kNT][4];
     uint32_t pa[kKK][4];   // P of the current tile, 16 bits
 
@@ -156,8 +161,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     auto softmax_tile = [&](int it, float (&corr)[2]) -> bool {
         const int key0 = (kt_first + it * kT) * kTileN;
         const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
-        if (full) return local_softmax_step<true, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
-        return local_softmax_step<false, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+        if (full) return local_softmax_step<true, true, kHeadDim == 128, TSum16>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr);
+        return local_softmax_step<false, true, kHeadDim == 128, TSum16>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr);
     };
     auto issue_s = [&](int it) {
 #pragma unroll
@@ -219,6 +224,12 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
             }
             pack_p16<Element>(s, pa);
+            if constexpr (kMmaSums) {
+                float ps[2];
+                p16_row_sums<Element>(pa, ps);   // (corr is 1 where the step keeps the max)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) row_sum16[r] = row_sum16[r] * corr[r] + ps[r];
+            }
             wgmma_fence();
             if constexpr (kHalfStep) issue_pv_half(it);
             else issue_pv(it);
@@ -240,8 +251,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     for (int r = 0; r < 2; ++r) {
         const int lrow = g + 8 * r;
         const int row = row0 + warp * 16 + lrow;
-        const float l = quad_sum(row_sum[r]);
-        const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for padded rows (>= L)
+        const float l = quad_sum(row_sum[r]), l16 = kMmaSums ? row_sum16[r] : quad_sum(row_sum16[r]);
+        const float inv = l16 == 0.f ? 0.f : 1.f / l16;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
         if (row < L && t4 == 0)
             p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
         float x[kDT][2];

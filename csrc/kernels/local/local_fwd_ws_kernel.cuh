@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         }
         float o_acc[kDT][4];
         zero_acc(o_acc);
-        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, row_sum16[2] = {0.f, 0.f};
         float s[kNT][4];
         uint32_t pa[kKK][4];
 
@@ -326,14 +326,20 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                 float corr[2];
                 const int key0 = kt * kTileN;
                 const bool full = full_lo <= key0 && key0 + kKeys - 1 <= full_hi;   // warpgroup-uniform
-                const bool rescale = full ? local_softmax_step<true, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr)
-                                          : local_softmax_step<false, true, kHeadDim == 128>(s, sl, iv, key0, t4, row_max, row_sum, corr);
+                const bool rescale = full ? local_softmax_step<true, true, kHeadDim == 128, void>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr)
+                                          : local_softmax_step<false, true, kHeadDim == 128, void>(s, sl, iv, key0, t4, row_max, row_sum, row_sum16, corr);
                 if constexpr (kPend) deferred.finish(o_acc, bar_empty);
                 if (rescale) {
 #pragma unroll
                     for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 }
                 pack_p16<Element>(s, pa);
+                {
+                    float ps[2];
+                    p16_row_sums<Element>(pa, ps);   // (corr is 1 where the step keeps the max)
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) row_sum16[r] = row_sum16[r] * corr[r] + ps[r];
+                }
                 if constexpr (kDeferPv && !kHalf) {
                     deferred.defer(st);
                 } else {
@@ -370,8 +376,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         for (int r = 0; r < 2; ++r) {
             const int lrow = warp * 16 + g + 8 * r;
             const int row = row0 + lrow;
-            const float l = quad_sum(row_sum[r]);
-            const float inv = l == 0.f ? 0.f : 1.f / l;   // l == 0 only for rows >= L or < 0
+            const float l = quad_sum(row_sum[r]), l16 = row_sum16[r];   // (p16_row_sums: whole rows)
+            const float inv = l16 == 0.f ? 0.f : 1.f / l16;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
             if (row >= 0 && row < L && t4 == 0)
                 p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
             float x[kDT][2];

@@ -10,6 +10,8 @@
 // Each thread's accumulators are laid out as the mma.sync C fragments of its warp's 16 rows, so
 // the kernels' softmax and gradient code is shared with their mma.sync paths.
 #pragma once
+#include <type_traits>
+
 #include "../wgmma.cuh"
 #include "local_attn.h"
 
@@ -79,6 +81,21 @@ FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
         a[kk][3] = Tr::pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
     }
 }
+// The row sums of P as the P v product sees it (pack_p16's 16-bit A operands), on the tensor cores:
+// A x ones by mma.sync m16n8k16, whose A fragment is the warp's 16 rows of the wgmma register A
+// operand, in fp32. Every thread of a quad gets the whole sums of its rows g and g + 8 (no quad
+// reduction). The wgmma forwards normalise out by them (local_exp_row's row_sum16 in the mma.sync
+// one); summing the rounded P with FADDs instead cost the d = 64 forward 10-20 % (H200, session 56).
+template <typename Element, int kK>
+FWA_DEVICE void p16_row_sums(const uint32_t (&a)[kK][4], float (&sum)[2]) {
+    const uint32_t one2 = std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kk = 0; kk < kK; ++kk) mma_16816<Element>(c, a[kk], one2, one2);
+    sum[0] = c[0];
+    sum[1] = c[2];
+}
+
 template <typename Element, int kHeadDim>
 FWA_DEVICE void wg_pb_issue(float (&acc)[kHeadDim / 8][4], const uint32_t (&a)[kTileN / 16][4], uint32_t tB) {
 #pragma unroll
