@@ -25,6 +25,9 @@
 //     column sum and atomic per query and item), so no rounding of out enters dq (rowsum(dout * out)
 //     made dq several times less accurate than PyTorch's own bf16 on values that sit close to
 //     their mean).
+// The residual-D form (LocalBwdParams::residual_d, where the forward gave out_lo and 2 and 3 run
+// warp-specialised): 1 writes D = dout · (out + out_lo) (no max), 2 uses it and sums nothing, 3
+// reads it without waiting for 2 (local_bwd_q_ws_kernel.cuh; docs/local_attention.md).
 // 2 and 3 have two product paths (kWgmma): mma.sync from padded row tiles (tile_io.cuh), and on
 // sm_90a at d > 32 Hopper warpgroup MMAs from 128-byte-swizzled tiles (local_wgmma.cuh), the CTA's
 // 4 warps one warpgroup; everything else is shared.
