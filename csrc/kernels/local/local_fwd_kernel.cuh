@@ -120,10 +120,11 @@ FWA_DEVICE void local_store_out_lo(const LocalFwdParams& p, int64_t b, int h, in
 template <bool kScaled, typename TRound, int kNT>
 FWA_DEVICE void local_exp_row(float (&s)[kNT][4], int r, float m_use, float corr, float& row_sum, float& row_sum16,
                               float in_scale, bool keep_max) {
-    // (Two forms, each the one with which ptxas keeps the d = 64 warp-specialised forward's wgmmas
-    // pipelined in that dtype: the other made it serialise them, C7511.)
-    // TRound void: no row_sum16 (the wgmma forwards sum the packed P on the tensor cores instead,
-    // p16_row_sums in local_wgmma.cuh).
+    // (Two forms: with the other in either dtype ptxas serialised the d = 64 warp-specialised
+    // forward's wgmmas when it still summed here, C7511; the 128-key wgmma forward, which does, and
+    // the mma.sync one compile without it in both.)
+    // TRound void: no row_sum16 (the warp-specialised and 64-key-step wgmma forwards sum the packed
+    // P on the tensor cores instead, p16_row_sums in local_wgmma.cuh).
     constexpr bool kSum16 = !std::is_void<TRound>::value;
     constexpr bool kAfter = std::is_same<TRound, __nv_bfloat16>::value;
     float sum_even = 0.f, sum_odd = 0.f, sum16_even = 0.f, sum16_odd = 0.f;
