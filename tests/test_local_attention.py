@@ -1038,3 +1038,12 @@ def test_residual_d_backward_cuda(dt):
         direct = bwd_op(dout, qd, kd, vd, out, lse, *band, d ** -0.5)
         for name, x in zip(("dq", "dk", "dv"), direct):
             assert torch.equal(x, exact[name]), (kind, name)
+        # out_lo given to the op directly: the autograd path's bits, also from a contiguous view
+        # whose data pointer is 2 bytes off 16-byte alignment (copied by the op)
+        out2, lse2, out_lo = fwd_res_op(qd, kd, vd, *band, d ** -0.5)
+        shifted = torch.empty(out_lo.numel() + 1, dtype=out_lo.dtype, device="cuda")[1:].view(out_lo.shape)
+        shifted.copy_(out_lo)
+        for lo in (out_lo, shifted):
+            given = bwd_op(dout, qd, kd, vd, out2, lse2, *band, d ** -0.5, out_lo=lo)
+            for name, x in zip(("dq", "dk", "dv"), given):
+                assert torch.equal(x, res[name]), (kind, name)

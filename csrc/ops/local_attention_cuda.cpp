@@ -138,6 +138,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
 
     const at::Tensor q_ = as_kernel_ready(q), k_ = as_kernel_ready(k), v_ = as_kernel_ready(v);
     const at::Tensor dout_ = as_kernel_ready(dout), out_ = as_kernel_ready(out);
+    // (out_lo is contiguous (check_local_out_lo); a view whose data pointer is not 16-byte aligned
+    // is copied, as q, k, v are, for the preprocess's 16-byte row loads)
+    const at::Tensor lo_ = has_lo ? as_kernel_ready(*out_lo) : at::Tensor();
     const at::Tensor lse_ = lse.contiguous();
     // Workspace, one allocation: D~ (B, H, L) fp32, and for the fp16 / bf16 kernels the exact-D
     // sums: d_acc (B, H, L) int64, d_bad (B, H, L) int32, absmax (B (H + Hkv)) fp32, zeroed by the
@@ -169,7 +172,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
         p.d_bad = reinterpret_cast<int*>(ws_ptr + rows * 12);
         p.absmax = reinterpret_cast<float*>(ws_ptr + rows * 16);
         p.sums_bytes = static_cast<size_t>(ws_bytes);
-        if (has_lo) p.out_lo = ref(*out_lo);
+        if (has_lo) p.out_lo = ref(lo_);
     } else {
         p.dsum = reinterpret_cast<float*>(ws_ptr);
     }
