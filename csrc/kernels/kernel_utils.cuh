@@ -225,7 +225,8 @@ constexpr float kNormEps = 1e-12f;
 //    keep_max: the row keeps its running max (the caller's rule bounds P; row_max is finite) and
 //    the factor is 1;
 //  - online_softmax_exp_row: s <- exp2(s - m_use) and row_sum updated; kScaled: s holds the logits
-//    times 1 / in_scale (mx was scaled), and P = exp2(fma(s, in_scale, -m_use)).
+//    times 1 / in_scale (mx was scaled), and P = exp2(fma(s, in_scale, -m_use)); `pair(nt, e0, e1)`
+//    sees each pair of P as it is computed (the sliding forwards' sums of the 16-bit P).
 FWA_DEVICE float online_softmax_max(float mx, float& row_max, float& m_use, bool keep_max = false) {
     if (keep_max) {
         m_use = row_max;
@@ -237,9 +238,12 @@ FWA_DEVICE float online_softmax_max(float mx, float& row_max, float& m_use, bool
     row_max = m_new;
     return corr;
 }
-template <bool kScaled = false, int kNT>
+struct NoSoftmaxPairHook {
+    FWA_DEVICE void operator()(int, float, float) const {}
+};
+template <bool kScaled = false, int kNT, typename PairHook = NoSoftmaxPairHook>
 FWA_DEVICE void online_softmax_exp_row(float (&s)[kNT][4], int r, float m_use, float corr, float& row_sum,
-                                       float in_scale = 1.f, bool keep_max = false) {
+                                       float in_scale = 1.f, bool keep_max = false, PairHook pair = {}) {
     float sum_even = 0.f, sum_odd = 0.f;
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
@@ -249,6 +253,7 @@ FWA_DEVICE void online_softmax_exp_row(float (&s)[kNT][4], int r, float m_use, f
         s[nt][2 * r + 1] = e1;
         if (nt % 2 == 0) sum_even += e0 + e1;
         else sum_odd += e0 + e1;
+        pair(nt, e0, e1);
     }
     row_sum = (keep_max ? row_sum : row_sum * corr) + (sum_even + sum_odd);
 }

@@ -127,22 +127,15 @@ FWA_DEVICE void local_exp_row(float (&s)[kNT][4], int r, float m_use, float corr
     // P on the tensor cores instead, p16_row_sums in local_wgmma.cuh).
     constexpr bool kSum16 = !std::is_void<TRound>::value;
     constexpr bool kAfter = std::is_same<TRound, __nv_bfloat16>::value;
-    float sum_even = 0.f, sum_odd = 0.f, sum16_even = 0.f, sum16_odd = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-        const float e0 = fast_exp2(kScaled ? fmaf(s[nt][2 * r], in_scale, -m_use) : s[nt][2 * r] - m_use);
-        const float e1 = fast_exp2(kScaled ? fmaf(s[nt][2 * r + 1], in_scale, -m_use) : s[nt][2 * r + 1] - m_use);
-        s[nt][2 * r] = e0;
-        s[nt][2 * r + 1] = e1;
-        if (nt % 2 == 0) sum_even += e0 + e1;
-        else sum_odd += e0 + e1;
+    float sum16_even = 0.f, sum16_odd = 0.f;
+    const auto pair = [&](int nt, float e0, float e1) {   // the in-loop form's sums
         if constexpr (kSum16 && !kAfter) {
             const float2 rr = ElementTraits<TRound>::unpack(ElementTraits<TRound>::pack(e0, e1));
             if (nt % 2 == 0) sum16_even += rr.x + rr.y;
             else sum16_odd += rr.x + rr.y;
         }
-    }
-    row_sum = (keep_max ? row_sum : row_sum * corr) + (sum_even + sum_odd);
+    };
+    online_softmax_exp_row<kScaled>(s, r, m_use, corr, row_sum, in_scale, keep_max, pair);
     if constexpr (!kSum16) {
         (void)row_sum16;
     } else if constexpr (kAfter) {

@@ -224,12 +224,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
             }
             pack_p16<Element>(s, pa);
-            if constexpr (kMmaSums) {
-                float ps[2];
-                p16_row_sums<Element>(pa, ps);   // (corr is 1 where the step keeps the max)
-#pragma unroll
-                for (int r = 0; r < 2; ++r) row_sum16[r] = row_sum16[r] * corr[r] + ps[r];
-            }
+            if constexpr (kMmaSums) p16_row_sums<Element>(pa, corr, row_sum16);
             wgmma_fence();
             if constexpr (kHalfStep) issue_pv_half(it);
             else issue_pv(it);

@@ -334,12 +334,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 }
                 pack_p16<Element>(s, pa);
-                {
-                    float ps[2];
-                    p16_row_sums<Element>(pa, ps);   // (corr is 1 where the step keeps the max)
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) row_sum16[r] = row_sum16[r] * corr[r] + ps[r];
-                }
+                p16_row_sums<Element>(pa, corr, row_sum16);
                 if constexpr (kDeferPv && !kHalf) {
                     deferred.defer(st);
                 } else {

@@ -86,14 +86,15 @@ FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
 // operand, in fp32. Every thread of a quad gets the whole sums of its rows g and g + 8 (no quad
 // reduction). The wgmma forwards normalise out by them (local_exp_row's row_sum16 in the mma.sync
 // one); summing the rounded P with FADDs instead cost the d = 64 forward 10-20 % (H200, session 56).
+// Added to the running sums row_sum16 after their rescale by corr (1 where the step keeps the max).
 template <typename Element, int kK>
-FWA_DEVICE void p16_row_sums(const uint32_t (&a)[kK][4], float (&sum)[2]) {
+FWA_DEVICE void p16_row_sums(const uint32_t (&a)[kK][4], const float (&corr)[2], float (&row_sum16)[2]) {
     const uint32_t one2 = std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
     float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int kk = 0; kk < kK; ++kk) mma_16816<Element>(c, a[kk], one2, one2);
-    sum[0] = c[0];
-    sum[1] = c[2];
+    row_sum16[0] = row_sum16[0] * corr[0] + c[0];
+    row_sum16[1] = row_sum16[1] * corr[1] + c[2];
 }
 
 template <typename Element, int kHeadDim>
