@@ -66,6 +66,16 @@ struct LocalFwdWsParams {
 // form), 64 at d = 128.
 template <int kHeadDim> constexpr int local_fwd_ws_keys() { return kHeadDim == 64 ? 2 * kTileN : kTileN; }
 
+// The row sums of P as the P v product sees it (the 16-bit values it was packed to; out is
+// normalised by them: local_exp_row), at d = 64 taken by the product itself: P [v | 1] as wgmma
+// m64n72k16, the second 64-column panel of each k16 step's B operand a fixed 16 x 64 tile of ones
+// in shared memory (the window op's forward does the same, fwd_wgmma_kernel.cuh), so the
+// accumulator's 9th n8 tile holds every row's sum, rescaled with the output. At d = 128 (two
+// panels of v, a third cannot be addressed without 16 KB of ones per stage) by p16_row_sums.
+// The mma.sync form (p16_row_sums, 8 HMMA per 128-key step) had cost the d = 64 forward ~3 us of
+// block256x16's ~69 (H200, session 56).
+template <int kHeadDim> constexpr bool local_fwd_ws_ones() { return kHeadDim == 64; }
+
 template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
     // 128-byte-swizzled tiles (local_wgmma.cuh): 64-column panels of rows x 128 bytes
     static constexpr int kQTile = kTileM * kHeadDim * 2;                                // 8 / 16 KB
@@ -75,7 +85,11 @@ template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {
     static constexpr int kVOff = kKOff + kStages * kKVStage;
     // full[kStages], empty[kStages], q_full[2], q_empty[2]; then per q buffer its item's values
     // (LocalFwdWsInfo)
-    static constexpr int kBarOff = kVOff + kStages * kKVStage;
+    // d = 64: 16 rows of ones, the second 64-column panel of each k16 step's [v | 1] operand
+    // (local_fwd_ws_ones); 1024-aligned (the stages are 16 KB)
+    static constexpr int kOnesBytes = local_fwd_ws_ones<kHeadDim>() ? 2048 : 0;
+    static constexpr int kOnesOff = kVOff + kStages * kKVStage;
+    static constexpr int kBarOff = kOnesOff + kOnesBytes;
     static constexpr int kInfoOff = kBarOff + 8 * (2 * kStages + 4);
     static constexpr int kInfoInts = 8 + 4 * kCons + 2 * kCons * kTileM;
     static constexpr size_t kBytes = size_t(kInfoOff) + 2 * 4 * kInfoInts + 1024;   // + alignment slack
@@ -137,6 +151,8 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     constexpr int kDT = kHeadDim / 8;
     constexpr int kKS = kHeadDim / 16;
     constexpr int kKK = kKeys / 16;
+    constexpr bool kOnes = local_fwd_ws_ones<kHeadDim>();   // P [v | 1]: the row sums in o_acc[kDT]
+    constexpr int kAccT = kDT + (kOnes ? 1 : 0);
     using Tr = ElementTraits<Element>;
     using Smem = LocalFwdWsSmem<kHeadDim, kCons, kStages>;
     const LocalFwdParams& p = P.p;
@@ -156,6 +172,13 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     const int n_m = (n_sub + p.ws_shift + kCons - 1) / kCons;   // local_ws_items
     const uint32_t n_items = static_cast<uint32_t>(n_m) * static_cast<uint32_t>(p.H) * static_cast<uint32_t>(p.B);
 
+    const uint32_t sOnes = base + Smem::kOnesOff;
+    if constexpr (kOnes) {
+        uint32_t* const ones = reinterpret_cast<uint32_t*>(smem_raw + (sOnes - smem_u32(smem_raw)));
+        const uint32_t one2 = std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
+        for (int i = tid; i < Smem::kOnesBytes / 4; i += blockDim.x) ones[i] = one2;
+        fence_proxy_async_smem();   // read by wgmma (the async proxy)
+    }
     if (tid == 0) {
         for (int s = 0; s < kStages; ++s) {
             mbar_init(bar_full + 8 * s, 1);
@@ -272,7 +295,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
             iv[r].lo = info[8 + 4 * kCons + lrow];
             iv[r].span = static_cast<unsigned>(info[8 + 4 * kCons + kCons * kTileM + lrow]);
         }
-        float o_acc[kDT][4];
+        float o_acc[kAccT][4];
         zero_acc(o_acc);
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, row_sum16[2] = {0.f, 0.f};
         float s[kNT][4];
@@ -286,11 +309,15 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         // 48 of 48 tensors of tools/local_bitwise.py). A half step is the consumer's last of the
         // item: its P v runs at once.
         WsDeferredProduct deferred;   // (P packed in pa)
-        // o += P v over the first kSteps 16-key steps of the v tile at vt (no fence, commit or wait)
+        // o += P v (P [v | 1] where kOnes) over the first kSteps 16-key steps of the v tile at vt
+        // (no fence, commit or wait)
         auto issue_pv = [&](uint32_t vt, auto steps) {
             constexpr int kSteps = decltype(steps)::value;
 #pragma unroll
-            for (int kk = 0; kk < kSteps; ++kk) wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vt, kk), 1);
+            for (int kk = 0; kk < kSteps; ++kk) {
+                if constexpr (kOnes) wgmma_pv<Element, kHeadDim + 8>(o_acc, pa[kk], v1_desc(vt, sOnes, kk), 1);
+                else wgmma_pv<Element, kHeadDim>(o_acc, pa[kk], v_desc(vt, kk), 1);
+            }
         };
         auto issue_pending = [&](int pst) { issue_pv(sV + pst * Smem::kKVStage, std::integral_constant<int, kKK>{}); };
         for (int it = 0; it < n_steps; ++it, cur.next()) {
@@ -334,7 +361,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
                     for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
                 }
                 pack_p16<Element>(s, pa);
-                p16_row_sums<Element>(pa, corr, row_sum16);
+                if constexpr (!kOnes) p16_row_sums<Element>(pa, corr, row_sum16);
                 if constexpr (kDeferPv && !kHalf) {
                     deferred.defer(st);
                 } else {
@@ -371,7 +398,9 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
         for (int r = 0; r < 2; ++r) {
             const int lrow = warp * 16 + g + 8 * r;
             const int row = row0 + lrow;
-            const float l = quad_sum(row_sum[r]), l16 = row_sum16[r];   // (p16_row_sums: whole rows)
+            float l16 = row_sum16[r];   // (p16_row_sums: whole rows)
+            if constexpr (kOnes) l16 = o_acc[kAccT - 1][2 * r];   // (every column of the ones tile)
+            const float l = quad_sum(row_sum[r]);
             const float inv = l16 == 0.f ? 0.f : 1.f / l16;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
             if (row >= 0 && row < L && t4 == 0)
                 p.lse[(int64_t(b) * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;

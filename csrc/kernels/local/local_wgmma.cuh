@@ -61,6 +61,15 @@ FWA_DEVICE uint64_t qk_desc(uint32_t tile, int ks) {
     return sw128_desc(tile, (ks >> 2) * (kTileM * 128) + (ks & 3) * 32, 16, 1024);
 }
 FWA_DEVICE uint64_t v_desc(uint32_t tile, int kk) { return sw128_desc(tile, kk * 2048, kTileM * 128, 1024); }
+// [v | 1] at d = 64 (wgmma m64n72k16): k16 step kk of the one-panel v tile at `tile`, its second
+// panel (columns 64..71) the 16 x 64 tile of ones at `ones` (1024-aligned, after every v tile: the
+// leading byte offset, ones - tile - 2048 kk, stays positive and below 256 KB). With the offset
+// in the add, a step's descriptor is the first one's low word plus a constant.
+FWA_DEVICE uint64_t v1_desc(uint32_t tile, uint32_t ones, int kk) {
+    const uint64_t d0 = sw128_desc(tile, 0, ones - tile, 1024);
+    const uint32_t step = uint32_t(kk) * (2048u >> 4);
+    return (d0 & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(d0) + step - (step << 16));
+}
 
 // The products alone (no fence, commit or wait; the kernels and wg_pb2 below add those).
 template <typename Element, int kHeadDim>
