@@ -16,6 +16,7 @@ import time
 import pytest
 import torch
 import torch._dynamo
+import torch.utils._python_dispatch
 
 from flash_window_attn.local import block_sliding_window_attention, sliding_window_attention
 from flash_window_attn.local_reference import local_attention_mask, local_attention_reference
@@ -967,6 +968,79 @@ _RES_CASES = [
     (2, 4, 2, 300, 64, "sliding", dict(window=(50, 20)), (50, 20, 1)),
     (1, 4, 4, 200, 32, "block", dict(block_size=30, window_blocks=2), (1, 0, 30)),
 ]
+
+
+class _LocalOpLog(torch.utils._python_dispatch.TorchDispatchMode):
+    """The flash_window_attn ops called below autograd (their names without the namespace)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name
+        if name.startswith("flash_window_attn::"):
+            self.names.append(name.split("::")[1])
+        return func(*args, **(kwargs or {}))
+
+
+def _autograd_forward_ops(kind, q, k, v, kwargs):
+    with _LocalOpLog() as log:
+        call_public(kind, q, k, v, kwargs)
+    return log.names
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autograd_forward_computes_out_lo_where_the_backward_reads_it(device):
+    """The autograd forward calls local_attention_fwd_res (out_lo) only where its backward can run
+    the residual-D form: fp16 / bf16 on CUDA where both warp-specialised backward sides run (on a
+    compute capability 9.0 GPU the first two _RES_CASES, whose grids fill it); elsewhere the plain
+    forward (no out_lo written or saved), as without grad."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA GPU not available")
+    sm90 = device == "cuda" and torch.cuda.get_device_capability() == (9, 0)
+    dts = [torch.float16, torch.bfloat16] + ([torch.float32] if device == "cuda" else [torch.float64])
+    for dt in dts:
+        for i, (B, H, Hkv, L, d, kind, kwargs, band) in enumerate(_RES_CASES):
+            if device == "cpu" and L > 300:
+                continue
+            q, k, v, _ = make_qkv(B, H, Hkv, L, d, dtype=dt, device=device, seed=40 + i)
+            want = sm90 and i < 2 and dt in (torch.float16, torch.bfloat16)
+            expected = ["local_attention_fwd_res" if want else "local_attention_fwd"]
+            assert _autograd_forward_ops(kind, q, k, v, kwargs) == expected, (dt, kind, kwargs)
+            with torch.no_grad():
+                assert _autograd_forward_ops(kind, q, k, v, kwargs) == ["local_attention_fwd"]
+
+
+@pytest.mark.cuda
+def test_out_lo_rule_follows_the_ws_switches_in_subprocess():
+    """FWA_LOCAL_BWD_Q_WS / FWA_LOCAL_BWD_KV_WS (read once per process) move the rule with the
+    backward: with both = 1 every 16-bit grid's autograd forward writes out_lo (on a compute
+    capability 9.0 GPU, where the wgmma backward runs), with either = 0 none does."""
+    code = (
+        "import torch, flash_window_attn as t\n"
+        "from torch.utils._python_dispatch import TorchDispatchMode\n"
+        "class Log(TorchDispatchMode):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.names = []\n"
+        "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+        "        self.names.append(func._schema.name); return func(*args, **(kwargs or {}))\n"
+        "import os\n"
+        "sm90 = torch.cuda.get_device_capability() == (9, 0)\n"
+        "want = sm90 and os.environ['FWA_LOCAL_BWD_Q_WS'] == '1' and os.environ['FWA_LOCAL_BWD_KV_WS'] == '1'\n"
+        "for L, d in ((100, 64), (1000, 128), (8192, 64)):\n"
+        "    g = torch.Generator(device='cuda').manual_seed(L)\n"
+        "    q, k, v = (torch.randn(1, 8, L, d, device='cuda', generator=g, dtype=torch.bfloat16).requires_grad_()\n"
+        "               for _ in range(3))\n"
+        "    with Log() as log:\n"
+        "        t.sliding_window_attention(q, k, v, window=(64, 0))\n"
+        "    res = 'flash_window_attn::local_attention_fwd_res' in log.names\n"
+        "    assert res == want, (L, d, log.names)\n"
+        "print('ok')\n")
+    for env in ({"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"},
+                {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "0"},
+                {"FWA_LOCAL_BWD_Q_WS": "0", "FWA_LOCAL_BWD_KV_WS": "1"}):
+        run_in_child(code, env, f"out_lo rule with {env}", 120)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "ops/autograd_common.h"
+#include "ops/local_attention_common.h"
 
 namespace flash_window_attn {
 namespace {
@@ -44,8 +45,15 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
                                int64_t left, int64_t right, int64_t block, double scale) {
     at::AutoDispatchBelowADInplaceOrView below;
     // out_lo (fp16 / bf16 on CUDA; empty elsewhere): the residual of out's rounding, for the
-    // backward's D (local_attention.cpp)
-    auto [out, lse, out_lo] = local_fwd_res_op().call(q, k, v, left, right, block, scale);
+    // backward's D (local_attention.cpp), where that backward can use it (local_out_lo_wanted);
+    // the plain forward elsewhere (the same out and lse) writes and saves none.
+    at::Tensor out, lse, out_lo;
+    if (local_out_lo_wanted(q, k)) {
+      std::tie(out, lse, out_lo) = local_fwd_res_op().call(q, k, v, left, right, block, scale);
+    } else {
+      std::tie(out, lse) = local_fwd_op().call(q, k, v, left, right, block, scale);
+      out_lo = at::empty({0}, q.options().dtype(at::kBFloat16));
+    }
     ctx->save_for_backward({q, k, v, out, lse, out_lo});
     ctx->saved_data["left"] = left;
     ctx->saved_data["right"] = right;
@@ -88,6 +96,10 @@ std::tuple<at::Tensor, at::Tensor> local_fwd_autograd(const at::Tensor& q, const
 }
 
 }  // namespace
+
+#ifdef FWA_CPU_ONLY
+bool local_out_lo_wanted(const at::Tensor&, const at::Tensor&) { return false; }   // (no CUDA backward)
+#endif
 
 TORCH_LIBRARY_IMPL(flash_window_attn, Autograd, m) {
   m.impl("local_attention_fwd", &local_fwd_autograd);

@@ -43,6 +43,12 @@ at::Tensor make_local_out(const at::Tensor& q);  // empty contiguous (B, H, L, d
 // where local_out_lo_applies (fp16 / bf16 on CUDA), else an empty (0,) one.
 bool local_out_lo_applies(const at::Tensor& q);
 at::Tensor make_local_out_lo(const at::Tensor& q);
+// Whether the backward of local_attention_fwd on these q, k may run its residual-D form, so that
+// the autograd forward has local_attention_fwd_res compute out_lo for it: out_lo applies and both
+// of the CUDA backward's sides are warp-specialised on this grid (local_attention_cuda.cpp; false
+// in a CPU-only build). Elsewhere the forward skips writing out_lo (the backward could not read it:
+// its exact-D form runs) and saves no out_lo for the backward.
+bool local_out_lo_wanted(const at::Tensor& q, const at::Tensor& k);
 // True where out_lo is given (not None, not empty); raises ValueError / TypeError unless it then has
 // q's shape, dtype bfloat16, q's device and contiguous strides.
 bool check_local_out_lo(const std::optional<at::Tensor>& out_lo, const at::Tensor& q);

@@ -184,6 +184,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
 
 }  // namespace
 
+bool local_out_lo_wanted(const at::Tensor& q, const at::Tensor& k) {
+  if (!local_out_lo_applies(q) || q.dim() != 4 || k.dim() != 4) return false;
+  // The backward's rule (launch_local_bwd_impl): the residual-D form runs where both of its sides
+  // are warp-specialised, decided by grid size against q's device (its SM count and arch) and the
+  // FWA_LOCAL_BWD_*_WS switches, which are read once per process. In sizes that may be symbolic
+  // (torch.compile with dynamic shapes), so a compiled graph guards on the outcome, not on L.
+  const c10::cuda::CUDAGuard guard(q.device());
+  const fwa::LocalBwdWsGrid g = fwa::local_bwd_ws_grid(static_cast<int>(q.sym_size(3).guard_int(__FILE__, __LINE__)));
+  if (!g.wgmma) return false;
+  const c10::SymInt& B = q.sym_size(0);
+  const c10::SymInt& L = q.sym_size(2);
+  const c10::SymInt kv_rows = g.kv_tiles_per_item * fwa::kLocalTile, q_rows = g.q_tiles_per_item * fwa::kLocalTile;
+  const c10::SymInt kv_items = (L + kv_rows - 1) / kv_rows * B * k.sym_size(1);
+  const c10::SymInt q_items = (L + q_rows - 1) / q_rows * B * q.sym_size(1);
+  return kv_items.sym_ge(g.kv_min_items).sym_and(q_items.sym_ge(g.q_min_items)).guard_bool(__FILE__, __LINE__);
+}
+
 TORCH_LIBRARY_IMPL(flash_window_attn, CUDA, m) {
     m.impl("local_attention_fwd", &local_attention_fwd_cuda);
     m.impl("local_attention_fwd_res", &local_attention_fwd_res_cuda);

@@ -121,6 +121,17 @@ bool local_bwd_q_use_ws(int64_t items, int sms);
 // 64-key tiles, each holding dk and dv: 2 at d = 128, 3 at d = 64); FWA_LOCAL_BWD_KV_WS=0 / 1.
 constexpr int local_bwd_kv_ws_consumers(int head_dim) { return head_dim == 128 ? 2 : 3; }
 bool local_bwd_kv_use_ws(int64_t items, int sms);
+// The two grid rules above, for the layer that decides before the backward whether the forward
+// writes out_lo (local_attention_autograd.cpp): on the current device, for head dim d, whether the
+// backward takes the wgmma path, the 64-key tiles or 64-query tiles per item of each side, and the
+// least number of items on which each side is warp-specialised (0: every grid, INT64_MAX: none).
+// local_bwd_*_use_ws(items, sms) is items >= the side's min_items.
+struct LocalBwdWsGrid {
+    bool wgmma;
+    int64_t kv_tiles_per_item, q_tiles_per_item;
+    int64_t kv_min_items, q_min_items;
+};
+LocalBwdWsGrid local_bwd_ws_grid(int d);
 // Whether the backward may run its residual-D form (LocalBwdParams::residual_d) where out_lo is
 // given and both sides are warp-specialised: true unless FWA_LOCAL_BWD_RESIDUAL=0 (A/B timing,
 // tests; read per call).

@@ -79,14 +79,37 @@ bool local_fwd_use_ws(int64_t ctas, int sms) {
     return ctas >= sms;
 }
 
-bool local_bwd_q_use_ws(int64_t items, int sms) {
+// The least grid (items) a switch's kernel runs on: `sms` where unset, 0 (every grid) where 1,
+// INT64_MAX (none) where 0.
+static int64_t ws_min_items(int forced, int sms) {
+    return forced < 0 ? int64_t(sms) : (forced == 1 ? int64_t(0) : INT64_MAX);
+}
+static int64_t local_bwd_q_ws_min_items(int sms) {
     static const int forced = env_ws_switch("FWA_LOCAL_BWD_Q_WS");
-    return forced >= 0 ? forced == 1 : items >= sms;
+    return ws_min_items(forced, sms);
+}
+static int64_t local_bwd_kv_ws_min_items(int sms) {
+    static const int forced = env_ws_switch("FWA_LOCAL_BWD_KV_WS");
+    return ws_min_items(forced, sms);
 }
 
-bool local_bwd_kv_use_ws(int64_t items, int sms) {
-    static const int forced = env_ws_switch("FWA_LOCAL_BWD_KV_WS");
-    return forced >= 0 ? forced == 1 : items >= sms;
+bool local_bwd_q_use_ws(int64_t items, int sms) { return items >= local_bwd_q_ws_min_items(sms); }
+
+bool local_bwd_kv_use_ws(int64_t items, int sms) { return items >= local_bwd_kv_ws_min_items(sms); }
+
+LocalBwdWsGrid local_bwd_ws_grid(int d) {
+    // launch_local_bwd (local_bwd_kernels.cuh): the wgmma path at head-dim buckets 64 and 128, whose
+    // launch_local_bwd_impl counts ceil(ceil(L / 64) / kv consumers) B Hkv key-side items and
+    // ceil(L / (64 kLocalBwdQWsConsumers)) B H query-side ones
+    LocalBwdWsGrid g;
+    const int bucket = local_attn_head_dim_bucket(d);
+    g.wgmma = bucket >= 64 && local_wgmma_enabled(true);
+    g.kv_tiles_per_item = bucket > 0 ? local_bwd_kv_ws_consumers(bucket) : 1;
+    g.q_tiles_per_item = kLocalBwdQWsConsumers;
+    const int sms = num_sms();
+    g.kv_min_items = local_bwd_kv_ws_min_items(sms);
+    g.q_min_items = local_bwd_q_ws_min_items(sms);
+    return g;
 }
 
 bool local_bwd_residual_d_enabled() {
