@@ -72,8 +72,10 @@ template <int kHeadDim> constexpr int local_fwd_ws_keys() { return kHeadDim == 6
 // in shared memory (the window op's forward does the same, fwd_wgmma_kernel.cuh), so the
 // accumulator's 9th n8 tile holds every row's sum, rescaled with the output. At d = 128 (two
 // panels of v, a third cannot be addressed without 16 KB of ones per stage) by p16_row_sums.
-// The mma.sync form (p16_row_sums, 8 HMMA per 128-key step) had cost the d = 64 forward ~3 us of
-// block256x16's ~69 (H200, session 56).
+// Against the mma.sync form (p16_row_sums, 8 HMMA per 128-key step; H200 GPU time, 2 rounds,
+// session 57 run A): block256x16 forward 70.1 -> 68.4-68.6 us (fp16), 69.1-70.0 -> 68.2-68.4
+// (bf16); causal B8 H16 L2048 191.5-191.8 -> 186.7-187.0 (fp16). Offline SASS: no C75xx, no spill.
+// (Session 55's forward, without the 16-bit sums and out_lo, ran 63.9 us in the timeline.)
 template <int kHeadDim> constexpr bool local_fwd_ws_ones() { return kHeadDim == 64; }
 
 template <int kHeadDim, int kCons, int kStages> struct LocalFwdWsSmem {

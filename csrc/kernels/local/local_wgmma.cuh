@@ -93,8 +93,10 @@ FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
 // The row sums of P as the P v product sees it (pack_p16's 16-bit A operands), on the tensor cores:
 // A x ones by mma.sync m16n8k16, whose A fragment is the warp's 16 rows of the wgmma register A
 // operand, in fp32. Every thread of a quad gets the whole sums of its rows g and g + 8 (no quad
-// reduction). The wgmma forwards normalise out by them (local_exp_row's row_sum16 in the mma.sync
-// one); summing the rounded P with FADDs instead cost the d = 64 forward 10-20 % (H200, session 56).
+// reduction). The wgmma forwards at 64-key steps and the d = 128 warp-specialised one normalise out
+// by them (local_exp_row's row_sum16 in the mma.sync one; the d = 64 warp-specialised forward takes
+// them from its P [v | 1] product, local_fwd_ws_ones); summing the rounded P with FADDs instead
+// cost the d = 64 forward 10-20 % (H200, session 56).
 // Added to the running sums row_sum16 after their rescale by corr (1 where the step keeps the max).
 template <typename Element, int kK>
 FWA_DEVICE void p16_row_sums(const uint32_t (&a)[kK][4], const float (&corr)[2], float (&row_sum16)[2]) {
