@@ -185,7 +185,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_bwd_cuda(
 }  // namespace
 
 bool local_out_lo_wanted(const at::Tensor& q, const at::Tensor& k) {
-  if (!local_out_lo_applies(q) || q.dim() != 4 || k.dim() != 4) return false;
+  // (no visible GPU: a trace of fake CUDA tensors on a host without one; no CUDA backward runs here)
+  if (!local_out_lo_applies(q) || q.dim() != 4 || k.dim() != 4 || c10::cuda::device_count() == 0) return false;
   // The backward's rule (launch_local_bwd_impl): the residual-D form runs where both of its sides
   // are warp-specialised, decided by grid size against q's device (its SM count and arch) and the
   // FWA_LOCAL_BWD_*_WS switches, which are read once per process. In sizes that may be symbolic
