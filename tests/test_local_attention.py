@@ -744,6 +744,25 @@ def test_compile_dynamic_no_recompile(device, _reset_dynamo):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.cuda
+def test_compile_dynamic_out_lo_rule_cuda(_reset_dynamo):
+    """dynamic=True at d = 64 in bf16, where the autograd forward's out_lo rule (local_out_lo_wanted:
+    both warp-specialised backward sides on the grid) is evaluated on symbolic sizes: outputs and
+    gradients equal to eager on grids on both sides of the rule (on an H100 / H200 the first and last
+    below run the exact-D backward, the middle two the residual-D one), and no recompile once both
+    outcomes have a graph (the guard is on the rule, not on L)."""
+    H, Hkv, d, dt = 12, 12, 64, torch.bfloat16
+    compiled = torch.compile(local_block, fullgraph=True, dynamic=True, backend="aot_eager")
+    for i, (B, L) in enumerate([(2, 200), (2, 4096), (3, 3000), (2, 260)]):
+        gen = torch.Generator().manual_seed(30 + i)
+        x = torch.randn(B, L, 64, generator=gen).to("cuda", dt).requires_grad_(True)
+        W = (0.1 * torch.randn(64, (H + 2 * Hkv) * d, generator=gen)).to("cuda", dt).requires_grad_(True)
+        with torch._dynamo.config.patch(error_on_recompile=i > 1):
+            got = _run(compiled, x, W, H, Hkv, d)
+        for a, b in zip(got, _run(local_block, x, W, H, Hkv, d)):
+            torch.testing.assert_close(a, b)
+
+
 def test_autograd_node_is_cpp():
     """local_attention_fwd's autograd kernel is C++ (csrc/ops/local_attention_autograd.cpp; a Python
     register_autograd wrapper cost ~150 us of host time per forward + backward)."""
