@@ -9,7 +9,9 @@ The two ops are declared in C++ (``csrc/ops/local_attention.cpp``) with a CPU im
     local_attention_bwd(dout, q, k, v, out, lse, int left, int right, int block, float scale,
                         out_lo=None) -> (dq, dk, dv)
 
-``local_attention_fwd_res`` is the forward that autograd records: out and lse as the plain forward,
+``local_attention_fwd_res`` is the forward that autograd records where the backward can use its
+out_lo (fp16 / bf16 on CUDA, on grids where both warp-specialised backward sides run; the plain
+forward elsewhere): out and lse as the plain forward,
 and for fp16 / bf16 on CUDA out_lo, the fp32 output minus out rounded to bfloat16 (elsewhere an
 empty tensor). Given to the backward, it lets the warp-specialised CUDA backward take
 D = rowsum(dout * (out + out_lo)) instead of summing P dP on its key side (docs/local_attention.md).
@@ -66,8 +68,9 @@ def _local_attention_bwd_fake(dout, q, k, v, out, lse, left, right, block, scale
 
 
 # Autograd: registered in C++ (csrc/ops/local_attention_autograd.cpp; under autograd,
-# local_attention_fwd runs local_attention_fwd_res, whose out_lo the backward, local_attention_bwd,
-# takes). A Python registration cost ~150 us of host time per forward + backward.
+# local_attention_fwd runs local_attention_fwd_res where the backward can use its out_lo
+# (local_out_lo_wanted), and the backward, local_attention_bwd, takes it). A Python registration
+# cost ~150 us of host time per forward + backward.
 
 
 # ---------------------------------------------------------------------------------------------

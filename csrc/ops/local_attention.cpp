@@ -164,7 +164,8 @@ TORCH_LIBRARY_FRAGMENT(flash_window_attn, m) {
   // (docs/local_attention.md). Ignored on CPU.
   m.def("local_attention_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, int left, "
         "int right, int block, float scale, Tensor? out_lo=None) -> (Tensor, Tensor, Tensor)");
-  // The forward that autograd records: out and lse as local_attention_fwd (bitwise the same), and
+  // The forward that autograd records where the backward can use out_lo (local_out_lo_wanted;
+  // the plain forward elsewhere): out and lse as local_attention_fwd (bitwise the same), and
   // out_lo: for fp16 / bf16 on CUDA the fp32 output minus out, rounded to bfloat16, contiguous
   // (B, H, L, d); elsewhere an empty (0,) bfloat16 tensor.
   m.def("local_attention_fwd_res(Tensor q, Tensor k, Tensor v, int left, int right, int block, float scale) -> "
