@@ -194,11 +194,8 @@ bool local_out_lo_wanted(const at::Tensor& q, const at::Tensor& k) {
   const c10::cuda::CUDAGuard guard(q.device());
   const fwa::LocalBwdWsGrid g = fwa::local_bwd_ws_grid(static_cast<int>(q.sym_size(3).guard_int(__FILE__, __LINE__)));
   if (!g.wgmma) return false;
-  const c10::SymInt& B = q.sym_size(0);
-  const c10::SymInt& L = q.sym_size(2);
-  const c10::SymInt kv_rows = g.kv_tiles_per_item * fwa::kLocalTile, q_rows = g.q_tiles_per_item * fwa::kLocalTile;
-  const c10::SymInt kv_items = (L + kv_rows - 1) / kv_rows * B * k.sym_size(1);
-  const c10::SymInt q_items = (L + q_rows - 1) / q_rows * B * q.sym_size(1);
+  const c10::SymInt kv_items = fwa::local_bwd_ws_items(q.sym_size(0), k.sym_size(1), q.sym_size(2), g.kv_tiles_per_item);
+  const c10::SymInt q_items = fwa::local_bwd_ws_items(q.sym_size(0), q.sym_size(1), q.sym_size(2), g.q_tiles_per_item);
   return kv_items.sym_ge(g.kv_min_items).sym_and(q_items.sym_ge(g.q_min_items)).guard_bool(__FILE__, __LINE__);
 }
 

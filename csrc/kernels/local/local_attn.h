@@ -132,6 +132,14 @@ struct LocalBwdWsGrid {
     int64_t kv_min_items, q_min_items;
 };
 LocalBwdWsGrid local_bwd_ws_grid(int d);
+// A warp-specialised backward side's items over (B, heads, L): ceil(L / (64 tiles_per_item)) B
+// heads (heads: Hkv at the key side, H at the query side). Generic over the integer type so that
+// the ops layer evaluates the same formula in symbolic sizes (c10::SymInt).
+template <typename Int>
+Int local_bwd_ws_items(const Int& B, const Int& heads, const Int& L, int64_t tiles_per_item) {
+    const int64_t rows = tiles_per_item * kLocalTile;
+    return (L + (rows - 1)) / rows * B * heads;
+}
 // Whether the backward may run its residual-D form (LocalBwdParams::residual_d) where out_lo is
 // given and both sides are warp-specialised: true unless FWA_LOCAL_BWD_RESIDUAL=0 (A/B timing,
 // tests; read per call).

@@ -99,8 +99,7 @@ bool local_bwd_kv_use_ws(int64_t items, int sms) { return items >= local_bwd_kv_
 
 LocalBwdWsGrid local_bwd_ws_grid(int d) {
     // launch_local_bwd (local_bwd_kernels.cuh): the wgmma path at head-dim buckets 64 and 128, whose
-    // launch_local_bwd_impl counts ceil(ceil(L / 64) / kv consumers) B Hkv key-side items and
-    // ceil(L / (64 kLocalBwdQWsConsumers)) B H query-side ones
+    // launch_local_bwd_impl counts each side's items by local_bwd_ws_items with these tiles per item
     LocalBwdWsGrid g;
     const int bucket = local_attn_head_dim_bucket(d);
     g.wgmma = bucket >= 64 && local_wgmma_enabled(true);

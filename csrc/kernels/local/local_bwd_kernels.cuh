@@ -720,8 +720,8 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p_in, cudaStream_t strea
     if constexpr (kWgmma) {
         constexpr int kKvCons = local_bwd_kv_ws_consumers(kHeadDim);
         constexpr int kQCons = kLocalBwdQWsConsumers;
-        kv_ws = local_bwd_kv_use_ws((n_t + kKvCons - 1) / kKvCons * p.B * p.Hkv, num_sms());
-        q_ws = local_bwd_q_use_ws((int64_t(p.L) + kQCons * kTileM - 1) / (kQCons * kTileM) * p.B * p.H, num_sms());
+        kv_ws = local_bwd_kv_use_ws(local_bwd_ws_items<int64_t>(p.B, p.Hkv, p.L, kKvCons), num_sms());
+        q_ws = local_bwd_q_use_ws(local_bwd_ws_items<int64_t>(p.B, p.H, p.L, kQCons), num_sms());
         if ((kv_ws || q_ws) && !make_local_bwd_tma_maps(&maps, p, std::is_same<Element, __nv_bfloat16>::value))
             kv_ws = q_ws = false;
     }
