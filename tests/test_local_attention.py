@@ -1062,6 +1062,64 @@ def test_out_lo_rule_follows_the_ws_switches_in_subprocess():
         run_in_child(code, env, f"out_lo rule with {env}", 120)
 
 
+# (B, H, L, d, window): d = 128 grids on which the forward runs its one-warpgroup 64-key-step wgmma
+# kernel (the first is the benchmark's win(256, 256)), too small for the warp-specialised backward
+# sides by default.
+_NORM16_CASES = [(1, 4, 4096, 128, (256, 256)), (1, 8, 1000, 128, (64, 0))]
+
+
+@pytest.mark.cuda
+def test_fwd_norm16_follows_the_residual_rule_in_subprocess(tmp_path):
+    """The 64-key-step wgmma forward normalises out by the row sums of the 16-bit P (what the
+    residual-D backward's D needs) only where both warp-specialised backward sides run
+    (LocalFwdParams::norm16), by the fp32 sums elsewhere. With FWA_LOCAL_BWD_Q_WS and _KV_WS = 1 (read
+    once per process) every grid takes the 16-bit sums; with either = 0 none does: those two give
+    the same bits, and on a compute capability 9.0 GPU differ from the first. Every form is right
+    against float64, and fwd_res's out is the plain forward's in each."""
+    import os
+
+    forms = {"both": {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "1"},
+             "none": {"FWA_LOCAL_BWD_Q_WS": "0", "FWA_LOCAL_BWD_KV_WS": "0"},
+             "q_only": {"FWA_LOCAL_BWD_Q_WS": "1", "FWA_LOCAL_BWD_KV_WS": "0"}}
+    results = {}
+    for form, env in forms.items():
+        path = str(tmp_path / f"norm16-{form}.pt")
+        code = (
+            "import sys, torch\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "import test_local_attention as t\n"
+            "res = []\n"
+            "for i, (B, H, L, d, w) in enumerate(t._NORM16_CASES):\n"
+            "    for dt in (torch.float16, torch.bfloat16):\n"
+            "        q, k, v, _ = t.make_qkv(B, H, H, L, d, dtype=dt, device='cuda', seed=3300 + i,\n"
+            "                                requires_grad=False)\n"
+            "        out, lse = t.fwd_op(q, k, v, w[0], w[1], 1, d ** -0.5)\n"
+            "        out2, lse2, _ = t.fwd_res_op(q, k, v, w[0], w[1], 1, d ** -0.5)\n"
+            "        assert torch.equal(out, out2) and torch.equal(lse, lse2), (i, dt)\n"
+            "        res.append(out.cpu())\n"
+            f"torch.save(res, {path!r})\n"
+            "print('ok', len(res))\n"
+        )
+        run_in_child(code, env, f"forward normalisation with {env}", timeout=300)
+        results[form] = torch.load(path)
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
+    n = 0
+    for i, (B, H, L, d, w) in enumerate(_NORM16_CASES):
+        for dt in (torch.float16, torch.bfloat16):
+            q, k, v, _ = make_qkv(B, H, H, L, d, dtype=dt, device="cuda", seed=3300 + i, requires_grad=False)
+            band = (w[0], w[1], 1)
+            ref64 = {"out": local_attention_reference(q.double(), k.double(), v.double(), *band, d ** -0.5).cpu()}
+            reflp = {"out": local_attention_reference(q, k, v, *band, d ** -0.5).cpu()}
+            outs = {form: results[form][n] for form in forms}
+            n += 1
+            for form, out in outs.items():
+                ok, lines = compare_to_reference({"out": out}, ref64, reflp, dt)
+                assert ok, f"{form} {(B, H, L, d, w)} {dt}\n" + "\n".join(lines)
+            assert torch.equal(outs["none"], outs["q_only"]), ((B, H, L, d, w), dt)
+            if sm90:
+                assert not torch.equal(outs["both"], outs["none"]), ((B, H, L, d, w), dt)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_fwd_res_cpu_and_fp32(device):
     """out and lse of local_attention_fwd_res are bitwise the plain forward's; out_lo is an empty

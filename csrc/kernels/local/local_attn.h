@@ -46,6 +46,10 @@ struct LocalFwdParams {
     // item m holds the 64-query tiles from m kCons - ws_shift), set by their launchers for their own
     // copy of the parameters (local_ws_item_shift_for); 0 elsewhere.
     int ws_shift = 0;
+    // Whether out is normalised by the row sums of the 16-bit P (which the residual-D backward's D
+    // needs) or by the fp32 ones: set by local_attn_fwd to local_bwd_residual_grid (the 64-key-step
+    // wgmma forward then skips the 16-bit sums; the other forwards always take them).
+    int norm16 = 1;
 
     FWA_BAND_HD LocalBand band() const {
         LocalBand b;
@@ -140,6 +144,10 @@ Int local_bwd_ws_items(const Int& B, const Int& heads, const Int& L, int64_t til
     const int64_t rows = tiles_per_item * kLocalTile;
     return (L + (rows - 1)) / rows * B * heads;
 }
+// Whether both warp-specialised backward sides run on this grid (the residual-D backward's grid
+// rule, on the current device; the ops layer's local_out_lo_wanted evaluates the same in symbolic
+// sizes).
+bool local_bwd_residual_grid(int64_t B, int64_t H, int64_t Hkv, int64_t L, int d);
 // Whether the backward may run its residual-D form (LocalBwdParams::residual_d) where out_lo is
 // given and both sides are warp-specialised: true unless FWA_LOCAL_BWD_RESIDUAL=0 (A/B timing,
 // tests; read per call).

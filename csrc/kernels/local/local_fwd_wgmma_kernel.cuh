@@ -69,7 +69,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
     static_assert(kKeys == kTileN || (kKeys == 2 * kTileN && kHeadDim == 64), "128-key steps: d = 64 only");
     // out's row sums of the 16-bit P (local_exp_row): on the tensor cores (p16_row_sums) at 64-key
     // steps, by FADDs in the softmax at 128-key steps (with the tensor-core sums ptxas serialised
-    // that kernel's wgmmas, C7511).
+    // that kernel's wgmmas, C7511). The 64-key steps take them only where p.norm16 (the residual-D
+    // backward's grid; elsewhere out is normalised by the fp32 sums and nothing reads the 16-bit ones).
     constexpr bool kMmaSums = kKeys == kTileN;
     using TSum16 = std::conditional_t<kMmaSums, void, Element>;
     using Tr = ElementTraits<Element>;
@@ -224,7 +225,9 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
                 for (int r = 0; r < 2; ++r) rescale_acc_row(o_acc, r, corr[r]);
             }
             pack_p16<Element>(s, pa);
-            if constexpr (kMmaSums) p16_row_sums<Element>(pa, corr, row_sum16);
+            if constexpr (kMmaSums) {
+                if (p.norm16) p16_row_sums<Element>(pa, corr, row_sum16);   // (grid-uniform)
+            }
             wgmma_fence();
             if constexpr (kHalfStep) issue_pv_half(it);
             else issue_pv(it);
@@ -247,7 +250,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         const int lrow = g + 8 * r;
         const int row = row0 + warp * 16 + lrow;
         const float l = quad_sum(row_sum[r]), l16 = kMmaSums ? row_sum16[r] : quad_sum(row_sum16[r]);
-        const float inv = l16 == 0.f ? 0.f : 1.f / l16;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
+        const float nrm = !kMmaSums || p.norm16 ? l16 : l;
+        const float inv = nrm == 0.f ? 0.f : 1.f / nrm;   // out's weights sum to 1 (local_exp_row); 0: rows outside [0, L)
         if (row < L && t4 == 0)
             p.lse[(b * p.H + h) * L + row] = l == 0.f ? INFINITY : (row_max[r] + log2f(l)) * kLn2;
         float x[kDT][2];
