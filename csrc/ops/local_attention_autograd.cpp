@@ -44,17 +44,18 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                int64_t left, int64_t right, int64_t block, double scale) {
     at::AutoDispatchBelowADInplaceOrView below;
-    // out_lo (fp16 / bf16 on CUDA; empty elsewhere): the residual of out's rounding, for the
+    // out_lo (fp16 / bf16 on CUDA): the residual of out's rounding, for the
     // backward's D (local_attention.cpp), where that backward can use it (local_out_lo_wanted);
-    // the plain forward elsewhere (the same out and lse) writes and saves none.
+    // the plain forward elsewhere (the same out and lse) writes and saves none. (Whether it is
+    // saved is told by the number of saved tensors, not by its size, which may be symbolic.)
     at::Tensor out, lse, out_lo;
     if (local_out_lo_wanted(q, k)) {
       std::tie(out, lse, out_lo) = local_fwd_res_op().call(q, k, v, left, right, block, scale);
+      ctx->save_for_backward({q, k, v, out, lse, out_lo});
     } else {
       std::tie(out, lse) = local_fwd_op().call(q, k, v, left, right, block, scale);
-      out_lo = at::empty({0}, q.options().dtype(at::kBFloat16));
+      ctx->save_for_backward({q, k, v, out, lse});
     }
-    ctx->save_for_backward({q, k, v, out, lse, out_lo});
     ctx->saved_data["left"] = left;
     ctx->saved_data["right"] = right;
     ctx->saved_data["block"] = block;
@@ -73,7 +74,7 @@ class LocalAttnFunction : public torch::autograd::Function<LocalAttnFunction> {
     const at::Tensor dout = unit_last_stride(grads[0]);
     const variable_list saved = ctx->get_saved_variables();
     const std::optional<at::Tensor> out_lo =
-        saved[5].numel() > 0 ? std::optional<at::Tensor>(saved[5]) : std::optional<at::Tensor>();
+        saved.size() > 5 ? std::optional<at::Tensor>(saved[5]) : std::optional<at::Tensor>();
     auto [dq, dk, dv] = local_bwd_op().call(dout, saved[0], saved[1], saved[2], saved[3], saved[4],
                                             ctx->saved_data["left"].toInt(), ctx->saved_data["right"].toInt(),
                                             ctx->saved_data["block"].toInt(), ctx->saved_data["scale"].toDouble(),
