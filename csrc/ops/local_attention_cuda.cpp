@@ -93,6 +93,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attention_fwd_impl(const at
     p.out = ref(out);
     if (with_lo && out_lo.numel() > 0) p.out_lo = ref(out_lo);
     p.lse = lse.data_ptr<float>();
+    // out normalised by the 16-bit P's row sums wherever the residual-D backward runs, whether or not
+    // this call returns out_lo: the plain forward and local_attention_fwd_res give the same bits.
+    p.norm16 = local_out_lo_wanted(q, k) ? 1 : 0;
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     check_cuda_launch(q.scalar_type() == at::kFloat ? fwa::local_attn_fwd_fp32(p, stream)
                                                     : fwa::local_attn_fwd(kernel_dtype(q), p, stream),

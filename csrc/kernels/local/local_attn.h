@@ -47,8 +47,9 @@ struct LocalFwdParams {
     // copy of the parameters (local_ws_item_shift_for); 0 elsewhere.
     int ws_shift = 0;
     // Whether out is normalised by the row sums of the 16-bit P (which the residual-D backward's D
-    // needs) or by the fp32 ones: set by local_attn_fwd to local_bwd_residual_grid (the 64-key-step
-    // wgmma forward then skips the 16-bit sums; the other forwards always take them).
+    // needs) or by the fp32 ones: the ops layer sets it to whether the residual-D backward runs on
+    // this grid (local_out_lo_wanted over local_bwd_ws_grid / local_bwd_ws_items; 0 lets the
+    // 64-key-step wgmma forward skip the 16-bit sums; the other forwards always take them).
     int norm16 = 1;
 
     FWA_BAND_HD LocalBand band() const {
@@ -144,10 +145,6 @@ Int local_bwd_ws_items(const Int& B, const Int& heads, const Int& L, int64_t til
     const int64_t rows = tiles_per_item * kLocalTile;
     return (L + (rows - 1)) / rows * B * heads;
 }
-// Whether both warp-specialised backward sides run on this grid (the residual-D backward's grid
-// rule, on the current device; the ops layer's local_out_lo_wanted evaluates the same in symbolic
-// sizes).
-bool local_bwd_residual_grid(int64_t B, int64_t H, int64_t Hkv, int64_t L, int d);
 // Whether the backward may run its residual-D form (LocalBwdParams::residual_d) where out_lo is
 // given and both sides are warp-specialised: true unless FWA_LOCAL_BWD_RESIDUAL=0 (A/B timing,
 // tests; read per call).

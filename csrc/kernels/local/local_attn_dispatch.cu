@@ -111,12 +111,6 @@ LocalBwdWsGrid local_bwd_ws_grid(int d) {
     return g;
 }
 
-bool local_bwd_residual_grid(int64_t B, int64_t H, int64_t Hkv, int64_t L, int d) {
-    const LocalBwdWsGrid g = local_bwd_ws_grid(d);
-    return g.wgmma && local_bwd_ws_items<int64_t>(B, Hkv, L, g.kv_tiles_per_item) >= g.kv_min_items &&
-           local_bwd_ws_items<int64_t>(B, H, L, g.q_tiles_per_item) >= g.q_min_items;
-}
-
 bool local_bwd_residual_d_enabled() {
     const char* e = std::getenv("FWA_LOCAL_BWD_RESIDUAL");
     return e == nullptr || e[0] != '0';
@@ -143,12 +137,10 @@ int local_tile_group(const LocalBand& band, int64_t slices, int64_t slice_bytes)
     return static_cast<int>(g < 1 ? 1 : (g < cap ? g : cap));
 }
 
-cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p_in, cudaStream_t s) {
+cudaError_t local_attn_fwd(Dtype dt, const LocalFwdParams& p, cudaStream_t s) {
     // The wgmma forwards fold the scale into the exponent (local_softmax_step's kFold), which needs
     // scale > 0; a zero or negative scale runs the mma.sync kernel.
-    const bool wgmma = local_wgmma_enabled(false) && p_in.scale > 0.f;
-    LocalFwdParams p = p_in;
-    p.norm16 = local_bwd_residual_grid(p.B, p.H, p.Hkv, p.L, p.d);
+    const bool wgmma = local_wgmma_enabled(false) && p.scale > 0.f;
     return FWA_LOCAL_HEADDIM_SWITCH(p.d, [&] {
         if constexpr (kHeadDim >= 64) {   // d <= 32: the mma.sync kernel
             if (wgmma)
