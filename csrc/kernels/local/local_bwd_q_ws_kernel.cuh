@@ -143,7 +143,10 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_bwd_q
         // side CTA has passed its own pdl_wait (its pdl_launch_dependents follows it), so the
         // preprocess's D is complete: read from L2 (ld.cg) without waiting. Warp 1 waits at its
         // end instead, so that this grid still completes after the key side (the stream's order
-        // for whatever follows).
+        // for whatever follows). (A key-side CTA's pdl_wait returns once the preprocess has
+        // completed and flushed its writes to global memory. Waiting here first instead cost
+        // ~1 % of fwd+bwd at block256x16 and win(1024,0), H200, session 59:
+        // tools/patches/local-bwd-q-ws-residual-wait-first-MIXED.patch.)
         if constexpr (!kResidualD) pdl_wait();
         const int c = warp - 1;
         LocalWsRounds rounds;
