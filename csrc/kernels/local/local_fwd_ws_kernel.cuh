@@ -177,8 +177,7 @@ __global__ void __launch_bounds__(kNumThreads * (kCons + 1), 1) local_attn_fwd_w
     const uint32_t sOnes = base + Smem::kOnesOff;
     if constexpr (kOnes) {
         uint32_t* const ones = reinterpret_cast<uint32_t*>(smem_raw + (sOnes - smem_u32(smem_raw)));
-        const uint32_t one2 = std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
-        for (int i = tid; i < Smem::kOnesBytes / 4; i += blockDim.x) ones[i] = one2;
+        for (int i = tid; i < Smem::kOnesBytes / 4; i += blockDim.x) ones[i] = packed_ones<Element>();
         fence_proxy_async_smem();   // read by wgmma (the async proxy)
     }
     if (tid == 0) {

@@ -90,6 +90,12 @@ FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
         a[kk][3] = Tr::pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
     }
 }
+// Two 16-bit ones, packed: the operand of ones behind the tensor-core row sums of P (p16_row_sums
+// and the d = 64 warp-specialised forward's [v | 1] tile).
+template <typename Element> constexpr uint32_t packed_ones() {
+    return std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
+}
+
 // The row sums of P as the P v product sees it (pack_p16's 16-bit A operands), on the tensor cores:
 // A x ones by mma.sync m16n8k16, whose A fragment is the warp's 16 rows of the wgmma register A
 // operand, in fp32. Every thread of a quad gets the whole sums of its rows g and g + 8 (no quad
@@ -100,7 +106,7 @@ FWA_DEVICE void pack_p16(const float (&p)[kNT][4], uint32_t (&a)[kNT / 2][4]) {
 // Added to the running sums row_sum16 after their rescale by corr (1 where the step keeps the max).
 template <typename Element, int kK>
 FWA_DEVICE void p16_row_sums(const uint32_t (&a)[kK][4], const float (&corr)[2], float (&row_sum16)[2]) {
-    const uint32_t one2 = std::is_same<Element, __nv_bfloat16>::value ? 0x3f803f80u : 0x3c003c00u;
+    const uint32_t one2 = packed_ones<Element>();
     float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int kk = 0; kk < kK; ++kk) mma_16816<Element>(c, a[kk], one2, one2);
