@@ -46,6 +46,10 @@ FWA_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes));
 }
+// The same, all 16 bytes copied (no source size operand).
+FWA_DEVICE void cp_async_16_full(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
 // Byte offset of 16-byte chunk j of row r in a 64-byte-swizzled tile (rows of 64 bytes: head dim 32
 // at 16 bits; the wgmma kernels' operand layout, swizzle mode 2): chunk j sits at position
 // j ^ ((r >> 1) & 3), a pattern of 8 rows (512 bytes), so such tiles start 512-byte aligned.

@@ -28,6 +28,12 @@
 // triple-buffered, measured 2-7 % slower on the H100 at d = 64 and 128 in session 9; in session 11,
 // without wgmma serialization, 3-4 % slower at one warpgroup per CTA and 0-1 % faster at 3 with
 // each warpgroup on its own key steps: benchmarks/NOTES.md, tools/patches/fwd-overlap-per-warpgroup.patch.)
+// Copies (session 60): a k / v tile whose 64 rows are all < L (at d = the head-dim bucket) is copied
+// by load_full_tile_sw128_async, whose per-thread offsets stay across steps (the predicated copy
+// re-derived rows, predicates and 64-bit addresses per 16-byte chunk: ~290 SASS instructions per
+// step and warp at d = 128, now ~75); with one warpgroup at 64-key steps they are issued while S
+// runs. H200, win(256,256) B1 H4 L4096 d128 forward GPU time 24.5-24.7 -> 21.9-22.0 us (the fast
+// copies alone 22.1-22.2), bitwise equal.
 #pragma once
 #include <type_traits>
 
@@ -134,8 +140,15 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
             // (128-key steps: a second tile past the band is not loaded: its step is a half step)
             if (t > 0 && kt_first + it * kT + t > kt_last) break;
             const int key0 = (kt_first + it * kT + t) * kTileN;
-            load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
-            load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
+            if (key0 + kTileN <= L && d == kHeadDim) {   // CTA-uniform: every step but a band's last near L
+                load_full_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base + int64_t(key0) * p.k.row_stride,
+                                                                        p.k.row_stride, tid);
+                load_full_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base + int64_t(key0) * p.v.row_stride,
+                                                                        p.v.row_stride, tid);
+            } else {
+                load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
+                load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
+            }
         }
     };
 
@@ -202,8 +215,14 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
         cp_async_wait<kAhead - 1>();
         fence_proxy_async_smem();   // this thread's copies -> visible to wgmma's reads
         __syncthreads();
-        if (it + kAhead < n_steps) issue_kv(it + kAhead);
-        cp_async_commit();
+        // The copies of step it + kAhead: with one warpgroup at 64-key steps, issued while S runs
+        // (below; at 128-key steps there ptxas serialised the wgmmas, C7511).
+        constexpr bool kCopiesInS = kWG == 1 && kKeys == kTileN;
+        auto issue_ahead = [&] {
+            if (it + kAhead < n_steps) issue_kv(it + kAhead);
+            cp_async_commit();
+        };
+        if constexpr (!kCopiesInS) issue_ahead();
 
         const int kt = kt_first + it * kT;
         // One step, fence to wait; a half step is a separate copy of the whole sequence (with the
@@ -213,6 +232,7 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
             wgmma_fence();   // s, pa and o_acc were last written by ordinary instructions
             if constexpr (kHalfStep) issue_s_half(it);
             else issue_s(it);
+            if constexpr (kCopiesInS) issue_ahead();
             wgmma_wait<0>();
             wgmma_fence_operand(s);
             if constexpr (kHalfStep) {   // define the other half (masked below) so no stale value stays live

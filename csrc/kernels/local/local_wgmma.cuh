@@ -44,6 +44,27 @@ FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t
     }
 }
 
+// The same copy of a tile whose 64 rows are all < L, at d = kHeadDim (no zero fill): `rows` points
+// at the tile's first row. Each thread's swizzled offset and row offset depend only on tid and
+// the stride, so a kernel issuing it per step keeps them across steps (the predicated form
+// re-derived rows, predicates and 64-bit addresses per copy: ~290 of the one-warpgroup d = 128
+// forward's SASS instructions per step and warp, for 16 copies).
+template <typename Element, int kHeadDim, int kThreads = kNumThreads>
+FWA_DEVICE void load_full_tile_sw128_async(uint32_t tile, const Element* rows, int64_t row_stride, int tid) {
+    constexpr int kCPR = kHeadDim / 8;
+    constexpr int kRowStep = kThreads / kCPR;
+    constexpr int kIters = (kTileM + kRowStep - 1) / kRowStep;
+    const int r = tid / kCPR, j = tid % kCPR;
+    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+    const Element* g = rows + int64_t(r) * row_stride + j * 8;
+    const int64_t g_step = int64_t(kRowStep) * row_stride;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+        if (kTileM % kRowStep != 0 && r + i * kRowStep >= kTileM) break;
+        cp_async_16_full(s + uint32_t(i * kRowStep * 128), g + i * g_step);
+    }
+}
+
 // Descriptors of the swizzled tiles (offsets measured on the H100, session 9): q / k are K-major,
 // 8-row groups 1024 bytes apart (the leading offset is unused); a k16 step is 32 bytes within a
 // panel. v is MN-major: 64-column panels 8 KB apart (leading), 8-key groups 1024 bytes (stride);
