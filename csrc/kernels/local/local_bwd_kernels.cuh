@@ -202,8 +202,12 @@ template <int kHeadDim, bool kWgmma = false> struct LocalBwdKvSmem {
 template <bool kWgmma, bool kHoist, typename Element, int kHeadDim>
 FWA_DEVICE void local_load_tile(Element* tile, const Element* src, int64_t row_stride, int row0, int L, int d,
                                 int tid) {
-    if constexpr (kWgmma) load_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src, row_stride, row0, L, d, tid);
-    else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
+    if constexpr (kWgmma) {
+        if (row0 + kTileM <= L && d == kHeadDim)   // CTA-uniform: a tile of rows < L (the forward's form)
+            load_full_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src + int64_t(row0) * row_stride, row_stride, tid);
+        else
+            load_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src, row_stride, row0, L, d, tid);
+    } else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
 }
 
 // One key-side step's elementwise work on this thread's two keys (rows r) x the step's 64 queries
