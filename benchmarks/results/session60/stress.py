@@ -63,7 +63,7 @@ for mode in modes:
                         bad[j] += 1
                         diff[j] = max(diff[j], (x.float() - y.float()).abs().max().item())
             torch.cuda.synchronize()
-            print(f"{mode} {str(dt)[6:]} {kind} {kw}: differing of {iters * (1 if mode == 'fill' else 2)}",
+            print(f"{mode} {str(dt)[6:]} {kind} {kw}: differing of {iters * (2 if mode == 'ref64' else 1)}",
                   {n: (b, f"{x:.3g}") for n, b, x in zip(("out", "dq", "dk", "dv"), bad, diff) if b},
                   f"{time.time() - t0:.0f} s", flush=True)
 print("done")
