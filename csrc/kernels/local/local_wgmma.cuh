@@ -23,6 +23,10 @@ namespace fwa {
 // column chunk and steps kRowStep rows (a multiple of 8, so its swizzled position is fixed); where
 // kRowStep does not divide 64 (kThreads = 384) the last step is partial. Rows >= L and columns >= d
 // are zero-filled.
+// Byte offset of 16-byte chunk j (0 .. kHeadDim / 8 - 1) of row r in such a tile.
+FWA_DEVICE uint32_t sw128_tile_offset(int r, int j) {
+    return uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+}
 template <typename Element, int kHeadDim, int kThreads = kNumThreads>
 FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
                                       int L, int d, int tid) {
@@ -32,7 +36,7 @@ FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t
     constexpr int kRowStep = kThreads / kCPR;
     constexpr int kIters = (kTileM + kRowStep - 1) / kRowStep;
     const int r = tid / kCPR, j = tid % kCPR;
-    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+    const uint32_t s = tile + sw128_tile_offset(r, j);
     const bool col_ok = j * 8 < d;
     const Element* g = src + int64_t(row0 + r) * row_stride + j * 8;
     const int64_t g_step = int64_t(kRowStep) * row_stride;
@@ -55,7 +59,7 @@ FWA_DEVICE void load_full_tile_sw128_async(uint32_t tile, const Element* rows, i
     constexpr int kRowStep = kThreads / kCPR;
     constexpr int kIters = (kTileM + kRowStep - 1) / kRowStep;
     const int r = tid / kCPR, j = tid % kCPR;
-    const uint32_t s = tile + uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+    const uint32_t s = tile + sw128_tile_offset(r, j);
     const Element* g = rows + int64_t(r) * row_stride + j * 8;
     const int64_t g_step = int64_t(kRowStep) * row_stride;
 #pragma unroll
