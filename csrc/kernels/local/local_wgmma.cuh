@@ -18,15 +18,15 @@
 namespace fwa {
 
 // 128-byte swizzle layout of a 64 x kHeadDim tile: 64-column panels of 64 rows x 128 bytes (8 KB,
-// 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row.
+// 1024-byte aligned), the 16-byte chunk j of row r at chunk position j ^ (r % 8) of its row: the
+// byte offset of chunk j (0 .. kHeadDim / 8 - 1) of row r.
+FWA_DEVICE uint32_t sw128_tile_offset(int r, int j) {
+    return uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
+}
 // Async copy of rows [row0, row0 + 64) by kThreads threads (tid < kThreads): each thread keeps one
 // column chunk and steps kRowStep rows (a multiple of 8, so its swizzled position is fixed); where
 // kRowStep does not divide 64 (kThreads = 384) the last step is partial. Rows >= L and columns >= d
 // are zero-filled.
-// Byte offset of 16-byte chunk j (0 .. kHeadDim / 8 - 1) of row r in such a tile.
-FWA_DEVICE uint32_t sw128_tile_offset(int r, int j) {
-    return uint32_t((j >> 3) * (kTileM * 128) + r * 128 + (((j & 7) ^ (r & 7)) << 4));
-}
 template <typename Element, int kHeadDim, int kThreads = kNumThreads>
 FWA_DEVICE void load_tile_sw128_async(uint32_t tile, const Element* src, int64_t row_stride, int row0,
                                       int L, int d, int tid) {
