@@ -1,11 +1,13 @@
-"""Session 59: repeatability of the sliding-window op's fwd+bwd in 16 bits with other GPU work
-between two calls (session 58 run C saw dq differ once between two autograd calls at block256x16,
-with the float64 reference between them; 400 back-to-back repeats in run D all matched).
+"""Session 59 (mode `other` added in session 60): repeatability of the sliding-window op's fwd+bwd
+in 16 bits with other GPU work between two calls (session 58 run C saw dq differ once between two
+autograd calls at block256x16, with the float64 reference between them; 400 back-to-back repeats
+in run D all matched).
 
 usage: stress.py ITERS MODE [MODE...]; MODE fill (the test suite's _fill_freed_memory between
 calls) or ref64 (test_residual_d_backward_cuda's sequence: call, float64 and 16-bit references,
-call). Prints per case and mode how many of ITERS pairs differed in out / dq / dk / dv, and the
-largest difference."""
+call) or other (cuBLAS, SDPA and window-op kernels between the calls, leaving other contents
+in shared memory and L2, then _fill_freed_memory). Prints per case and mode how many of ITERS
+pairs differed in out / dq / dk / dv, and the largest difference."""
 import os
 import sys
 import time
@@ -38,6 +40,16 @@ for mode in modes:
                 if mode == "fill":
                     _fill_freed_memory(gen, "cuda")
                     o = call(kind, kw, q, k, v, dout)
+                elif mode == "other":
+                    a16 = torch.randn(2048, 2048, device="cuda", dtype=dt, generator=gen)
+                    (a16 @ a16).sum().item()
+                    qq = torch.randn(4, 8, 1024, 64, device="cuda", dtype=dt, generator=gen)
+                    torch.nn.functional.scaled_dot_product_attention(qq, qq, qq)
+                    wq = torch.randn(256, 4, 64, 32, device="cuda", dtype=dt, generator=gen)
+                    fwa.window_attention(wq, wq, wq)
+                    del a16, qq, wq
+                    _fill_freed_memory(gen, "cuda")
+                    o = call(kind, kw, q, k, v, dout)
                 else:   # the test's order: call, references, call (compare both with the first)
                     a = call(kind, kw, q, k, v, dout)
                     reference_results(q, k, v, dout, band, d ** -0.5, torch.float64)
@@ -52,7 +64,7 @@ for mode in modes:
                         bad[j] += 1
                         diff[j] = max(diff[j], (x.float() - y.float()).abs().max().item())
             torch.cuda.synchronize()
-            print(f"{mode} {str(dt)[6:]} {kind} {kw}: differing of {iters * (1 if mode == 'fill' else 2)}",
+            print(f"{mode} {str(dt)[6:]} {kind} {kw}: differing of {iters * (2 if mode == 'ref64' else 1)}",
                   {n: (b, f"{x:.3g}") for n, b, x in zip(("out", "dq", "dk", "dv"), bad, diff) if b},
                   f"{time.time() - t0:.0f} s", flush=True)
 print("done")

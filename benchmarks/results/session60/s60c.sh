@@ -13,7 +13,7 @@ timeout 60 python $G default 1 2>&1 | grep -v -i warn
 FWA_LOCAL_WG=2 timeout 60 python $G wg=2 1 2>&1 | grep -v -i warn
 FWA_LOCAL_WG=3 timeout 60 python $G wg=3 1 2>&1 | grep -v -i warn
 echo "switches done $(( $(date +%s) - t0 )) s"
-timeout 75 python benchmarks/results/session60/stress.py 1000 other 2>&1 | grep -v -i warn
+timeout 75 python benchmarks/results/session59/stress.py 1000 other 2>&1 | grep -v -i warn
 echo "stress done $(( $(date +%s) - t0 )) s"
 timeout 360 python -m pytest -q -m cuda tests/test_local_attention.py > $OUT/runC-tests.txt 2>&1
 tail -3 $OUT/runC-tests.txt
