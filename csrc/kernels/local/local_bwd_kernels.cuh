@@ -198,19 +198,14 @@ template <int kHeadDim, bool kWgmma = false> struct LocalBwdKvSmem {
                                      size_t(2) * (kNumThreads / 32) * kTileM * sizeof(float);
 };
 
-// A tile's async copy on either path (the mma.sync path in the form given by kHoist). On the wgmma
-// path a tile of rows < L at d = the head-dim bucket takes load_full_tile_sw128_async (session 60,
-// H200, win(256,256) B1 H4 L4096 d128 bf16: query side 47.6 -> 43.9 us, fwd+bwd GPU time 80.8 ->
-// 77.4 us; bitwise equal).
+// A tile's async copy on either path (the mma.sync path in the form given by kHoist; the wgmma
+// path as the forward's, load_streamed_tile_sw128_async: session 60, H200, win(256,256) B1 H4
+// L4096 d128 bf16: query side 47.6 -> 43.9 us, fwd+bwd GPU time 80.8 -> 77.4 us; bitwise equal).
 template <bool kWgmma, bool kHoist, typename Element, int kHeadDim>
 FWA_DEVICE void local_load_tile(Element* tile, const Element* src, int64_t row_stride, int row0, int L, int d,
                                 int tid) {
-    if constexpr (kWgmma) {
-        if (row0 + kTileM <= L && d == kHeadDim)   // CTA-uniform: a tile of rows < L (the forward's form)
-            load_full_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src + int64_t(row0) * row_stride, row_stride, tid);
-        else
-            load_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src, row_stride, row0, L, d, tid);
-    } else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
+    if constexpr (kWgmma) load_streamed_tile_sw128_async<Element, kHeadDim>(smem_u32(tile), src, row_stride, row0, L, d, tid);
+    else load_tile_async_form<kHoist, Element, kHeadDim>(tile, src, row_stride, row0, L, d, tid);
 }
 
 // One key-side step's elementwise work on this thread's two keys (rows r) x the step's 64 queries

@@ -140,15 +140,8 @@ local_attn_fwd_wgmma_kernel(const LocalFwdParams p) {
             // (128-key steps: a second tile past the band is not loaded: its step is a half step)
             if (t > 0 && kt_first + it * kT + t > kt_last) break;
             const int key0 = (kt_first + it * kT + t) * kTileN;
-            if (key0 + kTileN <= L && d == kHeadDim) {   // CTA-uniform: every step but a band's last near L
-                load_full_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base + int64_t(key0) * p.k.row_stride,
-                                                                        p.k.row_stride, tid);
-                load_full_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base + int64_t(key0) * p.v.row_stride,
-                                                                        p.v.row_stride, tid);
-            } else {
-                load_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
-                load_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
-            }
+            load_streamed_tile_sw128_async<Element, kHeadDim, kThreads>(k_stage(it) + t * kTB, k_base, p.k.row_stride, key0, L, d, tid);
+            load_streamed_tile_sw128_async<Element, kHeadDim, kThreads>(v_stage(it) + t * kTB, v_base, p.v.row_stride, key0, L, d, tid);
         }
     };
 
