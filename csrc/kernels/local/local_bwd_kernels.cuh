@@ -41,7 +41,6 @@
 // instead (local_bwd_kv_ws_kernel.cuh, local_bwd_q_ws_kernel.cuh: TMA producer, consumer
 // warpgroups with no CTA-wide barrier) with the same products in the same order: bitwise equal.
 #pragma once
-#include <cstdlib>
 #include <type_traits>
 
 #include <algorithm>
@@ -77,8 +76,8 @@ constexpr int kPrepRows = 64;
 // row and takes max |dout|, a v slice (b, hk) takes max |v|. Rows are processed kTPR threads per row
 // (one 16-byte chunk each, the dot product reduced over those lanes), kNumThreads / kTPR rows at a
 // time, after the loads of kPrepRows rows; one atomicMax per CTA.
-template <typename Element, int kHeadDim, int kRows = kPrepRows, int kMinBlocks = 1>
-__global__ void __launch_bounds__(kNumThreads, kMinBlocks) local_attn_bwd_prep_kernel(const LocalBwdParams p, int chunks) {
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(kNumThreads) local_attn_bwd_prep_kernel(const LocalBwdParams p, int chunks) {
     using Tr = ElementTraits<Element>;
     // The key side, this kernel's programmatic dependent (launch_local_bwd_impl), reads what this
     // kernel writes only after its pdl_wait: it may launch now and load its k, v tiles meanwhile.
@@ -107,15 +106,15 @@ __global__ void __launch_bounds__(kNumThreads, kMinBlocks) local_attn_bwd_prep_k
     // kRowsPerIter rows (H200, win(256,256) B1 H4 L4096 d128: 8 dependent round trips took
     // 9.5 us). Rows past the chunk read as zeros, which change neither max nor sum; the trip
     // counts are uniform over the CTA (the shuffles below).
-    constexpr int kIters = kRows / kRowsPerIter;
-    static_assert(kIters * kRowsPerIter == kRows, "whole row groups per block");
+    constexpr int kIters = kPrepRows / kRowsPerIter;
+    static_assert(kIters * kRowsPerIter == kPrepRows, "whole row groups per block");
     // The residual-D backward (p.residual_d): out_lo's rows too, D = dout · (out + out_lo); the
     // grid holds the dout slices only, and no max is taken (nothing reads absmax).
     const bool res = p.residual_d;
     const __nv_bfloat16* lo_base = res ? static_cast<const __nv_bfloat16*>(p.out_lo.ptr) + b * p.out_lo.batch_stride +
                                              h * p.out_lo.head_stride
                                        : nullptr;
-    for (int64_t rb = r0; rb < r_end; rb += kRows) {
+    for (int64_t rb = r0; rb < r_end; rb += kPrepRows) {
         uint4 x[kIters], o[kIters], lo[kIters];
 #pragma unroll
         for (int i = 0; i < kIters; ++i) {
@@ -738,26 +737,10 @@ cudaError_t launch_local_bwd_impl(const LocalBwdParams& p_in, cudaStream_t strea
     {
         // kPrepRows rows per CTA; the slices of dout and of v (not in the residual-D backward,
         // which takes no max), each in `chunks` pieces
-        // EXPERIMENT: FWA_LOCAL_PREP_ROWS=16|32 (rows per CTA)
-        static const int prep_rows = [] {
-            const char* e = std::getenv("FWA_LOCAL_PREP_ROWS");
-            return e == nullptr ? kPrepRows : std::atoi(e);
-        }();
-        // (65: 64 rows with __launch_bounds__ min blocks 6 at d = 64, 4 at d = 128)
-        const int rows = prep_rows == 16 || prep_rows == 32 ? prep_rows : kPrepRows;
-        const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + rows - 1) / rows, 1 << 16));
+        const int chunks = static_cast<int>(std::min<int64_t>((int64_t(p.L) + kPrepRows - 1) / kPrepRows, 1 << 16));
         const int64_t grid = (int64_t(p.B) * p.H + (p.residual_d ? 0 : int64_t(p.B) * p.Hkv)) * chunks;
         if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-        constexpr int kRows16 = kHeadDim >= 64 ? 16 : 32;   // (whole row groups: 32 rows per pass at d = 32)
-        if (rows == 16)
-            local_attn_bwd_prep_kernel<Element, kHeadDim, kRows16><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
-        else if (rows == 32)
-            local_attn_bwd_prep_kernel<Element, kHeadDim, 32><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
-        else if (prep_rows == 65)
-            local_attn_bwd_prep_kernel<Element, kHeadDim, kPrepRows, kHeadDim == 128 ? 4 : 6>
-                <<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
-        else
-            local_attn_bwd_prep_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
+        local_attn_bwd_prep_kernel<Element, kHeadDim><<<static_cast<unsigned>(grid), kNumThreads, 0, stream>>>(p, chunks);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
     }
     if constexpr (kWgmma) {
