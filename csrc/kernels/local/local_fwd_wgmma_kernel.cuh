@@ -28,7 +28,8 @@
 // triple-buffered, measured 2-7 % slower on the H100 at d = 64 and 128 in session 9; in session 11,
 // without wgmma serialization, 3-4 % slower at one warpgroup per CTA and 0-1 % faster at 3 with
 // each warpgroup on its own key steps: benchmarks/NOTES.md, tools/patches/fwd-overlap-per-warpgroup.patch.)
-// Copies (session 60): a k / v tile whose 64 rows are all < L (at d = the head-dim bucket) is copied
+// Copies (session 60; the form chosen by load_streamed_tile_sw128_async, shared with the backward):
+// a k / v tile whose 64 rows are all < L (at d = the head-dim bucket) is copied
 // by load_full_tile_sw128_async, whose per-thread offsets stay across steps (the predicated copy
 // re-derived rows, predicates and 64-bit addresses per 16-byte chunk: ~290 SASS instructions per
 // step and warp at d = 128, now ~75); with one warpgroup at 64-key steps they are issued while S
