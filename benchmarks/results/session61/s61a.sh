@@ -3,6 +3,7 @@
 # exponents on the FMA pipe, FWA_LOCAL_FWD_EXP_EMU=4|8, default 0 = main's kernels); bitwise
 # against main (s60c) with the default; GPU time (session45/local_graph_ab.py) of main and of the
 # new build at 0 / 4 / 8 (and the query side's FWA_LOCAL_BWD_Q_EXP_EMU=4|8) on configs 0 (block256x16) and 4 (causal), then config 2 (win(1024,0), d 128).
+# (The switches ran in a build of main plus tools/patches/local-fwd-q-ws-poly-exp2-share-SLOWER.patch; not in main.)
 export PYTHONPATH=$PWD
 t0=$(date +%s)
 exec > >(tee $OUT/runA.txt) 2>&1

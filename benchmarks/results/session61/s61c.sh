@@ -4,6 +4,7 @@
 # d = 64 / 4 at d = 128, so that configs 0 and 1's grids (768 / 512 CTAs) are resident in one wave).
 # Timeline (session46/graph_timeline.py, bf16) of configs 0 and 1 and GPU time (local_graph_ab)
 # for each setting.
+# (The switches ran in a build of main plus tools/patches/local-bwd-prep-rows-per-cta-NO-GAIN.patch; not in main.)
 export PYTHONPATH=$PWD
 t0=$(date +%s)
 exec > >(tee $OUT/runC.txt) 2>&1

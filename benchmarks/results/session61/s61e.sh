@@ -2,6 +2,7 @@
 # Session 61 run E (H200), DIAGNOSTIC: how much would removing the residual-D backward's
 # preprocess give (an upper bound for computing D elsewhere)? FWA_DIAG_NO_PREP=1 skips it (D left
 # as is: wrong gradients, timing only). Timeline (bf16) and GPU time of configs 0 and 4.
+# (The switches ran in a build of main plus tools/patches/local-bwd-residual-no-preprocess-DIAGNOSTIC-TIMING-ONLY.patch; not in main.)
 export PYTHONPATH=$PWD
 t0=$(date +%s)
 exec > >(tee $OUT/runE.txt) 2>&1
