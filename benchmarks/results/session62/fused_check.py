@@ -1,5 +1,6 @@
 """Session 62 prototype check: the fused-dq key side (FWA_LOCAL_BWD_FUSED_DQ = 1 fp32 red.add,
-2 int64 fixed point) against the default backward (0) and a float64 dense reference.
+2 int64 fixed point, 3 (run B) fp32 bulk reduction from shared memory, 5 (run D) one bulk
+reduction per step of the summed consumers' partials) against the default backward (0) and a float64 dense reference.
 
 Both warp-specialised sides are forced on every grid (FWA_LOCAL_BWD_{Q,KV}_WS=1, read once per
 process) so that every case takes the residual-D backward, where the fused form applies (d = 64
@@ -8,8 +9,8 @@ mode 0's, whether dq repeats bitwise.
 
     python benchmarks/results/session62/fused_check.py
 
-Needs tools/patches/local-bwd-kv-ws-fused-dq-atomics-SLOWER.patch applied (the switch is not in
-main: the prototype was slower, NOTES.md session 62 run A).
+Needs tools/patches/local-bwd-kv-ws-fused-dq-NOT-KEPT.patch applied (the switch is not in
+main: NOTES.md session 62 runs A-D).
 """
 import os
 import sys
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import flash_window_attn as fwa  # noqa: E402
 from flash_window_attn.local_reference import local_attention_reference  # noqa: E402
 
+MODES = [int(m) for m in os.environ.get("FUSED_MODES", "0,1,2").split(",")]
 CASES = [  # name, B, H, Hkv, L, d, left, right, block
     ("block256x16", 1, 12, 12, 4096, 64, 15, 0, 256),
     ("causal", 2, 4, 4, 2048, 64, -1, 0, 1),
@@ -57,18 +59,19 @@ def main():
             ref = local_attention_reference(q64, k64, v64, left=left, right=right, block=block)
             ref = ref[0] if isinstance(ref, tuple) else ref
             rg = torch.autograd.grad(ref, (q64, k64, v64), do.double())
-            res = {m: run(q, k, v, do, left, right, block, m) for m in (0, 1, 2)}
-            again = {m: run(q, k, v, do, left, right, block, m) for m in (1, 2)}
+            res = {m: run(q, k, v, do, left, right, block, m) for m in MODES}
+            again = {m: run(q, k, v, do, left, right, block, m) for m in MODES[1:]}
             line = [f"{name:28s} {str(dt)[6:]:9s}"]
-            for m in (0, 1, 2):
+            for m in MODES:
                 errs = [(res[m][i + 1].double() - rg[i]).abs().max().item() for i in range(3)]
                 line.append(f"m{m} dq {errs[0]:.2e} dk {errs[1]:.2e} dv {errs[2]:.2e}")
             e0 = (res[0][1].double() - rg[0]).abs().max().item()
-            kv_same = all(torch.equal(res[m][i], res[0][i]) for m in (1, 2) for i in (0, 2, 3))
-            dq_diff = [not torch.equal(res[m][1], res[0][1]) for m in (1, 2)]
-            rep = [torch.equal(again[m][1], res[m][1]) for m in (1, 2)]
+            kv_same = all(torch.equal(res[m][i], res[0][i]) for m in MODES[1:] for i in (0, 2, 3))
+            dq_diff = [not torch.equal(res[m][1], res[0][1]) for m in MODES[1:]]
+            rep = [torch.equal(again[m][1], res[m][1]) for m in MODES[1:]]
             line.append(f"out/dk/dv==m0 {kv_same} dq!=m0 {dq_diff} repeat {rep}")
-            ok = kv_same and all((res[m][1].double() - rg[0]).abs().max().item() <= 2 * e0 + 1e-3 for m in (1, 2)) and rep[1]
+            ok = kv_same and all((res[m][1].double() - rg[0]).abs().max().item() <= 2 * e0 + 1e-3 for m in MODES[1:])
+            ok = ok and (2 not in MODES or rep[MODES[1:].index(2)])
             bad += not ok
             print(" | ".join(line) + ("" if ok else "  <-- FAIL"), flush=True)
     print("FAILED" if bad else "ALL OK", bad)
