@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 63 run D (profile, main's kernels = .devbuild/s63base.so.xz): run B again with
-# --cache-control none. ncu flushes the caches before each pass by default, which makes the CTA
-# prologues' loads of the L2-resident bias / mask / tiles look slower than in a real run (run C
-# shortened the forward's prologue without a measurable gain). Per-instruction warp-stall sampling
+# --cache-control none. ncu flushes the caches before each pass by default, which could make the
+# CTA prologues' loads of the L2-resident bias / mask / tiles look slower than in a real run (run
+# C shortened the forward's prologue without a measurable gain). (Result: the same shares as run B.) Per-instruction warp-stall sampling
 # (ncu SourceCounters) of the window op's three big kernels at swinv2_tiny_window16_256's stage-1
 # shape (session47/ncu_window.py: B_ 1024, H 3, N 256, d 32, V2 + bias + 16-window mask, bf16).
 # The SASS source pages go to $OUT as xz-compressed CSV (summarise with tools/ncu_source_summary.py).
