@@ -15,9 +15,10 @@
 // a full third block spent 3/4 of its products and exponentials on padded keys. The results are
 // bitwise those of the full-width block (the padded keys' P is 0; FWA_WINDOW_WGMMA_TAIL=0 keeps
 // it, for A/B timing and tests). For V2 the row
-// and key norms come from the diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ (wgmma, fp32
-// sums of exact products) and are applied as fp32 factors of the raw q kᵀ, as in the mma.sync
-// kernel (q and k are never re-rounded after normalisation).
+// and key norms are fp32 sums of the exact squares (at head dim 32 on the CUDA cores from the
+// shared-memory tiles, at 64 from the diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ on
+// wgmma) and are applied as fp32 factors of the raw q kᵀ, as in the mma.sync kernel (q and k are
+// never re-rounded after normalisation).
 //
 // Work split as in the grouped mma.sync kernel: a CTA owns one (64-row query block, head h, bm
 // window w) and a chunk of the windows b = w + nW * t sharing that bias+mask slice; its `groups`
@@ -167,6 +168,21 @@ FWA_DEVICE uint64_t fwd_wg_kmajor_desc(uint32_t tile) {
 // each) the window loop spent ~290 of its ~1900 instructions on them.
 FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
+}
+
+// Sum of the squares of the 8 16-bit elements of a 16-byte chunk, added to acc in a fixed order
+// (fp32; each square exact): the V2 inverse norms of the window forward's rows and keys at head
+// dim 32 (window_attn_fwd_wgmma_kernel).
+template <typename Element>
+FWA_DEVICE float fwd_sumsq8(const uint4& u, float acc) {
+    using Tr = ElementTraits<Element>;
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const float2 x = Tr::unpack(w[e]);
+        acc = fmaf(x.x, x.x, fmaf(x.y, x.y, acc));
+    }
+    return acc;
 }
 
 // Rows row0 .. row0 + kRows - 1 of the (bm window w, head h) bias+mask slice (its first kCols of
@@ -784,94 +800,134 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
             group_sync(group);
         }
 
-        // The row factors (log2(e) folded in) and, for V2, the key inverse norms, from the
-        // diagonals of q qᵀ and of the 64 x 64 blocks of k kᵀ on the tensor cores (fp32 sums of
-        // exact products, as the FFMA loop they replace: ~370 instructions per warp and window,
-        // ~19 % of the kernel's, session 18 runs 5-6).
+        // The row factors (log2(e) folded in) and, for V2, the inverse norms of the rows and keys
+        // (fp32 sums of exact squares, in a fixed order per instantiation), before the window's
+        // first S.
         float row_factor[2];
         if (cosine) {
-            // Row warp * 16 + g of a 64 x 64 block's accumulators: its diagonal element is in n8
-            // tile 2 warp, column g, held by lane t4 == g / 2 (element g % 2); row + 8's in tile
-            // 2 warp + 1 (element 2 + g % 2).
-            // (the last key block's product covers its first kTail keys: warps w4 < kTail / 16)
-            constexpr int kKB = kKeys / 64;   // 64-key blocks
-            auto block_warps = [](int block) { return block == kKB - 1 ? kTail / 16 : 4; };
-            auto diag = [&](const float (&acc)[8][4], float& lo, float& hi, int warps) {
-                lo = hi = 0.f;
+            if constexpr (kHeadDim == 32) {
+                // On the CUDA cores (session 63): each thread sums the squares of a quarter of its
+                // two rows (the quad's partial sums added by shuffles) and of half of one key per
+                // 64-key block (the pair's added), then one barrier. Against the tensor-core
+                // diagonals below (10 wgmma at Npad 256 in two waited batches): forward kernel
+                // 2-4.5 % faster at N = 49-256, fp16 and bf16 (H200, run G). (Key blocks 1.. inside
+                // the block loop instead, while P v and the next S run: spills at Npad 256, 3-4 %
+                // slower there (run F); at head dim 64 the CUDA-core sums were 13 % slower.)
+                float ss[2] = {0.f, 0.f};
+                const unsigned char* tq = smem_raw + (stage_q(st) - raw);
 #pragma unroll
-                for (int w4 = 0; w4 < 4; ++w4)
-                    if (w4 < warps && warp == w4) {
-                        lo = (g & 1) ? acc[2 * w4][1] : acc[2 * w4][0];
-                        hi = (g & 1) ? acc[2 * w4 + 1][3] : acc[2 * w4 + 1][2];
-                    }
-            };
-            const bool holder = t4 == (g >> 1);
-            auto store_kinv = [&](const float (&acc)[8][4], int block) {
-                float lo, hi;
-                diag(acc, lo, hi, block_warps(block));
-                if (holder && warp < block_warps(block)) {
-                    kinv[block * 64 + warp * 16 + g] = inv_norm_from_sumsq_fast(lo);
-                    kinv[block * 64 + warp * 16 + g + 8] = inv_norm_from_sumsq_fast(hi);
+                for (int r = 0; r < 2; ++r) {
+                    ss[r] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tq + sw64_offset(warp * 16 + g + 8 * r, t4)), 0.f);
+                    ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], 1);
+                    ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], 2);
                 }
-            };
-            // k kᵀ of key block `block`, k16 step ks (the last block: its first kTail columns)
-            auto kk_block = [&](float (&acc)[8][4], int block, int ks) {
-                const uint32_t off = uint32_t(block) * 64u * kRowBytes;
-                if (kTail != 64 && block == kKB - 1)
-                    wgmma_s<Element, kTail>(*reinterpret_cast<float (*)[kTail / 8][4]>(&acc[0][0]), k_desc(off, ks),
-                                            k_desc(off, ks), ks > 0);
-                else
-                    wgmma_s<Element, 64>(acc, k_desc(off, ks), k_desc(off, ks), ks > 0);
-            };
-            {
-                float dq[8][4], dk0[8][4], dk1[8][4];
-                wgmma_fence();
-#pragma unroll
-                for (int ks = 0; ks < kKSteps; ++ks) {
-                    wgmma_s<Element, 64>(dq, q_desc(ks), q_desc(ks), ks > 0);
-                    kk_block(dk0, 0, ks);
-                    if constexpr (kKB > 1) kk_block(dk1, 1, ks);
-                }
-                wgmma_commit();
-                wgmma_wait<0>();
-                wgmma_fence_operand(dq);
-                wgmma_fence_operand(dk0);
-                if constexpr (kKB > 1) wgmma_fence_operand(dk1);
-                float lo, hi;
-                diag(dq, lo, hi, 4);
-                const int src = (lane & ~3) | (g >> 1);
-                lo = __shfl_sync(0xffffffffu, lo, src);
-                hi = __shfl_sync(0xffffffffu, hi, src);
-                const float qinv[2] = {inv_norm_from_sumsq_fast(lo), inv_norm_from_sumsq_fast(hi)};
+                const float qinv[2] = {inv_norm_from_sumsq_fast(ss[0]), inv_norm_from_sumsq_fast(ss[1])};
                 row_factor[0] = alpha * kLog2e * qinv[0];
                 row_factor[1] = alpha * kLog2e * qinv[1];
-                // for the qk_inv_norm store below (through shared memory: stored from here they
-                // made the kernel spill)
                 if (t4 == 0) {
                     kinv[kKeys + warp * 16 + g] = qinv[0];
                     kinv[kKeys + warp * 16 + g + 8] = qinv[1];
                 }
-                store_kinv(dk0, 0);
-                if constexpr (kKB > 1) store_kinv(dk1, 1);
-            }
-            if constexpr (kKB > 2) {
-                float dk2[8][4], dk3[8][4];
-                wgmma_fence();
+                // keys kb 64 + tid / 2, chunks 2 (tid & 1) and 2 (tid & 1) + 1 (keys >= N are zero
+                // rows: 1 / eps, never used, their bias+mask -inf and S 0)
+                const unsigned char* tk = tq + Layout::kQBytes;
+                float ks[kKeys / 64];
 #pragma unroll
-                for (int ks = 0; ks < kKSteps; ++ks) {
-                    kk_block(dk2, 2, ks);
-                    if constexpr (kKB > 3) kk_block(dk3, 3, ks);
+                for (int kb = 0; kb < kKeys / 64; ++kb) {
+                    const int key = kb * 64 + (tid >> 1);
+                    ks[kb] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1))), 0.f);
+                    ks[kb] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1) + 1)), ks[kb]);
                 }
-                wgmma_commit();
-                wgmma_wait<0>();
-                wgmma_fence_operand(dk2);
-                store_kinv(dk2, 2);
-                if constexpr (kKB > 3) {
-                    wgmma_fence_operand(dk3);
-                    store_kinv(dk3, 3);
+#pragma unroll
+                for (int kb = 0; kb < kKeys / 64; ++kb) {
+                    ks[kb] += __shfl_xor_sync(0xffffffffu, ks[kb], 1);
+                    if ((tid & 1) == 0) kinv[kb * 64 + (tid >> 1)] = inv_norm_from_sumsq_fast(ks[kb]);
                 }
+                group_sync(group);   // every key's inverse norm is in shared memory
+            } else {
+                // Row warp * 16 + g of a 64 x 64 block's accumulators: its diagonal element is in n8
+                // tile 2 warp, column g, held by lane t4 == g / 2 (element g % 2); row + 8's in tile
+                // 2 warp + 1 (element 2 + g % 2).
+                // (the last key block's product covers its first kTail keys: warps w4 < kTail / 16)
+                constexpr int kKB = kKeys / 64;   // 64-key blocks
+                auto block_warps = [](int block) { return block == kKB - 1 ? kTail / 16 : 4; };
+                auto diag = [&](const float (&acc)[8][4], float& lo, float& hi, int warps) {
+                    lo = hi = 0.f;
+#pragma unroll
+                    for (int w4 = 0; w4 < 4; ++w4)
+                        if (w4 < warps && warp == w4) {
+                            lo = (g & 1) ? acc[2 * w4][1] : acc[2 * w4][0];
+                            hi = (g & 1) ? acc[2 * w4 + 1][3] : acc[2 * w4 + 1][2];
+                        }
+                };
+                const bool holder = t4 == (g >> 1);
+                auto store_kinv = [&](const float (&acc)[8][4], int block) {
+                    float lo, hi;
+                    diag(acc, lo, hi, block_warps(block));
+                    if (holder && warp < block_warps(block)) {
+                        kinv[block * 64 + warp * 16 + g] = inv_norm_from_sumsq_fast(lo);
+                        kinv[block * 64 + warp * 16 + g + 8] = inv_norm_from_sumsq_fast(hi);
+                    }
+                };
+                // k kᵀ of key block `block`, k16 step ks (the last block: its first kTail columns)
+                auto kk_block = [&](float (&acc)[8][4], int block, int ks) {
+                    const uint32_t off = uint32_t(block) * 64u * kRowBytes;
+                    if (kTail != 64 && block == kKB - 1)
+                        wgmma_s<Element, kTail>(*reinterpret_cast<float (*)[kTail / 8][4]>(&acc[0][0]), k_desc(off, ks),
+                                                k_desc(off, ks), ks > 0);
+                    else
+                        wgmma_s<Element, 64>(acc, k_desc(off, ks), k_desc(off, ks), ks > 0);
+                };
+                {
+                    float dq[8][4], dk0[8][4], dk1[8][4];
+                    wgmma_fence();
+#pragma unroll
+                    for (int ks = 0; ks < kKSteps; ++ks) {
+                        wgmma_s<Element, 64>(dq, q_desc(ks), q_desc(ks), ks > 0);
+                        kk_block(dk0, 0, ks);
+                        if constexpr (kKB > 1) kk_block(dk1, 1, ks);
+                    }
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(dq);
+                    wgmma_fence_operand(dk0);
+                    if constexpr (kKB > 1) wgmma_fence_operand(dk1);
+                    float lo, hi;
+                    diag(dq, lo, hi, 4);
+                    const int src = (lane & ~3) | (g >> 1);
+                    lo = __shfl_sync(0xffffffffu, lo, src);
+                    hi = __shfl_sync(0xffffffffu, hi, src);
+                    const float qinv[2] = {inv_norm_from_sumsq_fast(lo), inv_norm_from_sumsq_fast(hi)};
+                    row_factor[0] = alpha * kLog2e * qinv[0];
+                    row_factor[1] = alpha * kLog2e * qinv[1];
+                    // for the qk_inv_norm store below (through shared memory: stored from here they
+                    // made the kernel spill)
+                    if (t4 == 0) {
+                        kinv[kKeys + warp * 16 + g] = qinv[0];
+                        kinv[kKeys + warp * 16 + g + 8] = qinv[1];
+                    }
+                    store_kinv(dk0, 0);
+                    if constexpr (kKB > 1) store_kinv(dk1, 1);
+                }
+                if constexpr (kKB > 2) {
+                    float dk2[8][4], dk3[8][4];
+                    wgmma_fence();
+#pragma unroll
+                    for (int ks = 0; ks < kKSteps; ++ks) {
+                        kk_block(dk2, 2, ks);
+                        if constexpr (kKB > 3) kk_block(dk3, 3, ks);
+                    }
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    wgmma_fence_operand(dk2);
+                    store_kinv(dk2, 2);
+                    if constexpr (kKB > 3) {
+                        wgmma_fence_operand(dk3);
+                        store_kinv(dk3, 3);
+                    }
+                }
+                group_sync(group);   // every key's inverse norm is in shared memory
             }
-            group_sync(group);   // every key's inverse norm is in shared memory
             // the op's qk_inv_norm (FwdParams): the rows' and, from the CTAs of the first query
             // block, the keys'
             if (p.q_inv_norm != nullptr) {
