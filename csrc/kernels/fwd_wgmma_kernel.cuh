@@ -170,21 +170,6 @@ FWA_DEVICE uint64_t fwd_wg_v_desc_add(uint64_t desc, uint32_t bytes) {
     return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4) - ((bytes >> 4) << 16));
 }
 
-// Sum of the squares of the 8 16-bit elements of a 16-byte chunk, added to acc in a fixed order
-// (fp32; each square exact): the V2 inverse norms of the window forward's rows and keys at head
-// dim 32 (window_attn_fwd_wgmma_kernel).
-template <typename Element>
-FWA_DEVICE float fwd_sumsq8(const uint4& u, float acc) {
-    using Tr = ElementTraits<Element>;
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const float2 x = Tr::unpack(w[e]);
-        acc = fmaf(x.x, x.x, fmaf(x.y, x.y, acc));
-    }
-    return acc;
-}
-
 // Rows row0 .. row0 + kRows - 1 of the (bm window w, head h) bias+mask slice (its first kCols of
 // the Npad = kKeys columns, log2 units) into a strip of pitch kPitch, by threads tid, tid + stride,
 // ...:
@@ -817,7 +802,7 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
                 const unsigned char* tq = smem_raw + (stage_q(st) - raw);
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    ss[r] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tq + sw64_offset(warp * 16 + g + 8 * r, t4)), 0.f);
+                    ss[r] = chunk_sumsq<Element>(*reinterpret_cast<const uint4*>(tq + sw64_offset(warp * 16 + g + 8 * r, t4)), 0.f);
                     ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], 1);
                     ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], 2);
                 }
@@ -835,8 +820,8 @@ window_attn_fwd_wgmma_kernel(const FwdParams p) {
 #pragma unroll
                 for (int kb = 0; kb < kKeys / 64; ++kb) {
                     const int key = kb * 64 + (tid >> 1);
-                    ks[kb] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1))), 0.f);
-                    ks[kb] = fwd_sumsq8<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1) + 1)), ks[kb]);
+                    ks[kb] = chunk_sumsq<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1))), 0.f);
+                    ks[kb] = chunk_sumsq<Element>(*reinterpret_cast<const uint4*>(tk + sw64_offset(key, 2 * (tid & 1) + 1)), ks[kb]);
                 }
 #pragma unroll
                 for (int kb = 0; kb < kKeys / 64; ++kb) {

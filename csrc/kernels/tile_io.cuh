@@ -162,25 +162,32 @@ FWA_DEVICE void accumulate_sumsq(const uint32_t (&a)[4], float& ss0, float& ss1)
     x = Tr::unpack(a[3]); ss1 = fmaf(x.x, x.x, fmaf(x.y, x.y, ss1));
 }
 
+// Sum of the squares of the 8 16-bit elements of a 16-byte chunk, added to acc in a fixed order
+// (fp32; each square exact): the V2 norms' sums of tile_row_inv_norms and of the wgmma forward at
+// head dim 32. (The tiled backward's preprocess sums q's and k's squares in this order too,
+// interleaved in one loop: written with this helper its loads were scheduled differently.)
+template <typename Element>
+FWA_DEVICE float chunk_sumsq(const uint4& u, float acc) {
+    using Tr = ElementTraits<Element>;
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const float2 x = Tr::unpack(w[e]);
+        acc = fmaf(x.x, x.x, fmaf(x.y, x.y, acc));
+    }
+    return acc;
+}
+
 // Inverse norms of the 64 rows of a tile, 2 threads per row, written to out[row] (kFast: through
 // inv_norm_from_sumsq_fast, for the forward), or with kGroupPitch > 0 in groups of 4 rows
 // kGroupPitch floats apart, out[(row / 4) * kGroupPitch + row % 4] (the small-window backward).
 template <typename Element, int kHeadDim, bool kFast = false, int kGroupPitch = 0>
 FWA_DEVICE void tile_row_inv_norms(const Element* tile, float* out, int tid) {
-    using Tr = ElementTraits<Element>;
     const int row = tid >> 1, half = tid & 1;
     const Element* p = tile + row * TileShape<kHeadDim>::kPitch + half * (kHeadDim / 2);
     float ss = 0.f;
 #pragma unroll
-    for (int c = 0; c < kHeadDim / 2; c += 8) {
-        const uint4 u = *reinterpret_cast<const uint4*>(p + c);
-        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 x = Tr::unpack(w[i]);
-            ss = fmaf(x.x, x.x, fmaf(x.y, x.y, ss));
-        }
-    }
+    for (int c = 0; c < kHeadDim / 2; c += 8) ss = chunk_sumsq<Element>(*reinterpret_cast<const uint4*>(p + c), ss);
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);
     if (half == 0) out[grouped4_index<kGroupPitch>(row)] = kFast ? inv_norm_from_sumsq_fast(ss) : inv_norm_from_sumsq(ss);
 }
